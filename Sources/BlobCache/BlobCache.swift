@@ -1,0 +1,293 @@
+import SystemPackage
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A content-addressed, compressed, journaled disk cache.
+///
+/// Values are identified by the MD5 of their bytes and stored once however many keys share
+/// them; small ones are packed into segment files, large ones get a file each. An append-only
+/// journal indexes the keys and survives crashes; a hard byte cap evicts least recently used
+/// entries. Thread-safe: hashing, compressing and reading happen outside the index lock.
+///
+///     let cache = try BlobCache(directory: "/tmp/my-cache")
+///     try cache.set(Array("hello".utf8), forKey: "greeting")
+///     let bytes = try cache.bytes(forKey: "greeting")   // [104, 101, 108, 108, 111]
+///     try cache.close()
+public final class BlobCache: Sendable {
+    /// The cache's directory.
+    public let directory: String
+    /// What opening the cache found and repaired.
+    public let openReport: OpenReport
+
+    private let state: Mutex<CacheEngine?>
+    private let lock: DirectoryLock
+    private let codec: Codec
+    private let packThreshold: Int
+    private let synchronous: Bool
+    private let defaultExpiry: Expiry
+    private let objects: FilePath
+
+    /// Keys are non-empty, at most this many bytes of UTF-8, and do not start with U+0000.
+    public static let maxKeyBytes = 1 << 20
+
+    /// Opens the cache in `directory`, creating it when `createDirectory` is true (the default).
+    /// Fails with `inUse` when another open cache holds the directory, unless
+    /// `configuration.waitForLock`.
+    ///
+    ///     let cache = try BlobCache(directory: "/var/cache/thumbnails")
+    public init(directory: String, configuration: Configuration = Configuration(), createDirectory: Bool = true) throws {
+        try configuration.validate()
+        let path = FilePath(directory)
+        try Self.prepareDirectory(path, create: createDirectory)
+        let lock = try DirectoryLock.acquire(in: path, wait: configuration.waitForLock)
+        do {
+            let saved = try Self.defaultLimits(in: directory)
+            let limits = Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,
+                                maxEntries: configuration.maxEntries ?? saved.maxEntries)
+            let (engine, report) = try CacheEngine.open(directory: path, configuration: configuration, limits: limits)
+            self.state = Mutex(engine)
+            self.openReport = report
+        } catch {
+            lock.release()
+            throw error
+        }
+        self.lock = lock
+        self.directory = directory
+        self.codec = configuration.codec
+        self.packThreshold = configuration.packThreshold
+        self.synchronous = configuration.durability == .powerLossSafe
+        self.defaultExpiry = configuration.defaultExpiry
+        self.objects = path.appending("objects")
+    }
+
+    deinit { try? close() }
+
+    // MARK: Keyed values
+
+    /// Stores `value` under `key`, replacing any value it had, and returns the value's id.
+    /// When the same bytes are already stored (under any key), nothing but the journal record
+    /// is written. Evicts least recently used entries as needed to stay within the limits.
+    ///
+    ///     try cache.set(Array(data), forKey: "avatar/42", expiry: .after(.seconds(86_400)))
+    @discardableResult
+    public func set(_ value: some ContiguousBytes, forKey key: String, expiry: Expiry? = nil, pinned: Bool = false) throws -> BlobID {
+        try Self.validate(key)
+        return try value.withUnsafeBytes { try put($0, key: key, expiry: expiry ?? defaultExpiry, pinned: pinned) }
+    }
+
+    /// The value stored under `key`, or `nil` when there is none or it has expired. A damaged
+    /// blob throws `corruptBlob` (and its entries are dropped); wrong bytes are never returned.
+    ///
+    ///     if let bytes = try cache.bytes(forKey: "avatar/42") { show(bytes) }
+    public func bytes(forKey key: String) throws -> [UInt8]? {
+        guard let ticket = try withEngine({ try $0.beginRead(key: key) }) else { return nil }
+        return try finishRead(ticket)
+    }
+
+    /// Whether `key` holds an unexpired value (does not count as an access).
+    ///
+    ///     if try cache.contains("avatar/42") { … }
+    public func contains(_ key: String) throws -> Bool {
+        try entry(forKey: key) != nil
+    }
+
+    /// The metadata of `key`'s entry, or `nil` (does not count as an access).
+    ///
+    ///     let size = try cache.entry(forKey: "avatar/42")?.size
+    public func entry(forKey key: String) throws -> EntryInfo? {
+        try withEngine { engine in
+            guard let slot = engine.index.slot(of: key), engine.index.entry(at: slot).expiry > engine.now() else { return nil }
+            return engine.info(at: slot)
+        }
+    }
+
+    /// Removes `key`'s entry; returns whether there was one.
+    ///
+    ///     try cache.removeValue(forKey: "avatar/42")
+    @discardableResult
+    public func removeValue(forKey key: String) throws -> Bool {
+        try withEngine { engine in
+            guard let slot = engine.index.slot(of: key) else { return false }
+            try engine.remove(slot: slot, reason: .explicit)
+            try engine.journal.flush()
+            try engine.collectPackGarbageIfWorthIt()
+            try engine.compactJournalIfRedundant()
+            return true
+        }
+    }
+
+    /// Removes every entry; pinned ones only when `includingPinned`.
+    ///
+    ///     try cache.removeAll()
+    public func removeAll(includingPinned: Bool = false) throws {
+        try withEngine { try $0.removeAll(includingPinned: includingPinned) }
+    }
+
+    /// Removes every expired entry now (reads and opens also drop them); returns how many.
+    ///
+    ///     let swept = try cache.removeExpired()
+    @discardableResult
+    public func removeExpired() throws -> Int {
+        try withEngine { try $0.removeExpired() }
+    }
+
+    /// Every key, least recently used first (pinned keys first of all). Content-addressed
+    /// entries (`store(_:)`) are not listed.
+    ///
+    ///     for key in try cache.keys() { print(key) }
+    public func keys() throws -> [String] {
+        try withEngine { engine in
+            engine.index.journalOrder().map { engine.index.entry(at: $0).key }
+                .filter { !$0.hasPrefix(CacheEngine.contentAddressedKeyPrefix) }
+        }
+    }
+
+    /// The metadata of every entry, least recently used first (pinned entries first of all).
+    ///
+    ///     for entry in try cache.entries() { print(entry.key, entry.size) }
+    public func entries() throws -> [EntryInfo] {
+        try withEngine { engine in engine.index.journalOrder().map { engine.info(at: $0) } }
+    }
+
+    /// Sizes, counts, limits and counters.
+    ///
+    ///     print(try cache.totals().storedBytes)
+    public func totals() throws -> Totals {
+        try withEngine { $0.totals() }
+    }
+
+    /// Changes the limits of this open cache, evicting at once if they are smaller.
+    ///
+    ///     try cache.setLimits(.init(maxStoredBytes: 100_000_000))
+    public func setLimits(_ limits: Limits) throws {
+        try withEngine { engine in
+            engine.limits = limits
+            try engine.evictToLimits()
+            try engine.journal.flush()
+        }
+    }
+
+    /// Rewrites the journal to its live entries and reclaims dead pack space.
+    ///
+    ///     let report = try cache.compact()
+    @discardableResult
+    public func compact() throws -> CompactionReport {
+        try withEngine { try $0.compact(recompressingTo: nil, rawCodec: codec) }
+    }
+
+    /// Writes out recency, syncs the journal and releases the directory. Later calls throw
+    /// `closed`; closing twice is harmless.
+    ///
+    ///     try cache.close()
+    public func close() throws {
+        try state.withLock { engine in
+            guard let open = engine else { return }
+            engine = nil
+            defer { lock.release() }
+            try open.persistRecency()
+            try open.compactJournalIfRedundant()
+            try open.journal.sync()
+        }
+    }
+
+    // MARK: Content-addressed values
+
+    /// Stores `value` by content alone and returns its id (an entry with no key, subject to
+    /// the limits like any other). Storing the same bytes again changes nothing but recency.
+    ///
+    ///     let id = try cache.store(bytes)
+    @discardableResult
+    public func store(_ value: some ContiguousBytes) throws -> BlobID {
+        try value.withUnsafeBytes { raw in
+            let id = BlobID(hashing: raw)
+            return try put(raw, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false, knownID: id)
+        }
+    }
+
+    /// The value with id `id`, whichever key (or none) stored it; `nil` when not stored.
+    ///
+    ///     let bytes = try cache.bytes(for: id)
+    public func bytes(for id: BlobID) throws -> [UInt8]? {
+        guard let ticket = try withEngine({ $0.beginRead(id: id) }) else { return nil }
+        return try finishRead(ticket)
+    }
+
+    /// Removes the content-addressed entry for `id` (keys that share the blob keep it).
+    ///
+    ///     try cache.removeBlob(id)
+    @discardableResult
+    public func removeBlob(_ id: BlobID) throws -> Bool {
+        try removeValue(forKey: CacheEngine.contentAddressedKeyPrefix + id.hex)
+    }
+
+    // MARK: Internals
+
+    func withEngine<T>(_ body: (CacheEngine) throws -> T) throws -> T {
+        try state.withLock { engine in
+            guard let engine else { throw BlobCacheError.closed }
+            return try body(engine)
+        }
+    }
+
+    private func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
+        let id = knownID ?? BlobID(hashing: raw)
+        if try withEngine({ try $0.setExisting(key: key, id: id, expiry: nil, expiryRule: expiry, pinned: pinned) }) {
+            return id
+        }
+        let prepared = BlobStore.prepare(raw, id: id, codec: codec, packThreshold: packThreshold)
+        let limit = try withEngine { $0.limits.maxStoredBytes }
+        let footprint = prepared.image.count
+        if let limit, footprint > limit { throw BlobCacheError.valueTooLarge(storedBytes: footprint, limit: limit) }
+        let staged = prepared.packed ? nil : try BlobStore.stage(prepared, objects: objects, synchronous: synchronous)
+        try withEngine { try $0.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned) }
+        return id
+    }
+
+    private func finishRead(_ ticket: CacheEngine.ReadTicket) throws -> [UInt8]? {
+        switch try BlobStore.read(ticket.info, at: ticket.location) {
+        case .success(let value):
+            return value
+        case .failure(let damage):
+            if let error = try withEngine({ try $0.blobFailed(ticket.info, damage: damage) }) { throw error }
+            return nil
+        }
+    }
+
+    static func validate(_ key: String) throws {
+        guard !key.isEmpty else { throw BlobCacheError.invalidKey(reason: "a key must not be empty") }
+        guard key.utf8.count <= maxKeyBytes else {
+            throw BlobCacheError.invalidKey(reason: "a key must be at most \(maxKeyBytes) bytes of UTF-8, got \(key.utf8.count)")
+        }
+        guard !key.hasPrefix(CacheEngine.contentAddressedKeyPrefix) else {
+            throw BlobCacheError.invalidKey(reason: "a key must not start with U+0000 (reserved for content-addressed entries)")
+        }
+    }
+
+    private static func prepareDirectory(_ path: FilePath, create: Bool) throws {
+        if let info = FileIO.status(path) {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw BlobCacheError.directoryUnusable(path: path.string, reason: "it is not a directory")
+            }
+        } else if create {
+            var prefix = FilePath(path.isAbsolute ? "/" : ".")
+            for component in path.components {
+                prefix.append(component)
+                do { try FileIO.makeDirectory(prefix) } catch {
+                    throw BlobCacheError.directoryUnusable(path: path.string, reason: "cannot create \(prefix): \(Errno.last)")
+                }
+            }
+        } else {
+            throw BlobCacheError.directoryUnusable(path: path.string, reason: "it does not exist")
+        }
+        guard path.withPlatformString({ access($0, R_OK | W_OK | X_OK) }) == 0 else {
+            throw BlobCacheError.directoryUnusable(path: path.string, reason: "it is not readable and writable")
+        }
+    }
+}

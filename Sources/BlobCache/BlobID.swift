@@ -1,0 +1,92 @@
+import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The identity of a stored value: the MD5 of its uncompressed bytes.
+///
+/// Two keys whose values are byte-for-byte equal share one `BlobID`, and so one blob on disk.
+///
+///     let id = BlobID(hashing: Array("hello".utf8))
+///     print(id)   // 5d41402abc4b2a76b9719d911017c592
+public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The 16 digest bytes, as two little-endian words (cheap to hash and compare).
+    @usableFromInline let high: UInt64
+    @usableFromInline let low: UInt64
+
+    /// Hashes `bytes` with MD5.
+    ///
+    ///     let id = BlobID(hashing: data)
+    public init<Bytes: ContiguousBytes>(hashing bytes: Bytes) {
+        let digest = bytes.withUnsafeBytes { Insecure.MD5.hash(data: $0) }
+        self = digest.withUnsafeBytes { BlobID(digestBytes: $0)! }
+    }
+
+    /// Builds an id from its 16 raw digest bytes; `nil` when there are not exactly 16.
+    ///
+    ///     let id = BlobID(digestBytes: buffer[0..<16])
+    public init?(digestBytes: some Collection<UInt8>) {
+        guard digestBytes.count == 16 else { return nil }
+        var high: UInt64 = 0, low: UInt64 = 0
+        for (index, byte) in digestBytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.high = high
+        self.low = low
+    }
+
+    /// Parses 32 hexadecimal characters (either case); `nil` for anything else.
+    ///
+    ///     let id = BlobID(hex: "5d41402abc4b2a76b9719d911017c592")
+    public init?(hex: some StringProtocol) {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count == 32 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<16 {
+            guard let hi = Self.nibble(utf8[2 * index]), let lo = Self.nibble(utf8[2 * index + 1]) else {
+                return nil
+            }
+            bytes[index] = hi << 4 | lo
+        }
+        self.init(digestBytes: bytes)
+    }
+
+    /// The 16 digest bytes, most significant first (as MD5 prints them).
+    public var digestBytes: [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64(index)))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64(index)))
+        }
+        return bytes
+    }
+
+    /// 32 lower-case hexadecimal characters.
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(32)
+        for byte in digestBytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+
+    public static func < (lhs: BlobID, rhs: BlobID) -> Bool {
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
+    }
+
+    private static func nibble(_ char: UInt8) -> UInt8? {
+        switch char {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return char - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import SystemPackage
+
+extension CacheEngine {
+    /// Opens the cache state in `directory` (which the caller has locked): replays the journal,
+    /// repairs what a crash can leave, drops expired entries and trims to the limits.
+    static func open(directory: FilePath, configuration: BlobCache.Configuration,
+                     limits: BlobCache.Limits) throws -> (CacheEngine, BlobCache.OpenReport) {
+        let synchronous = configuration.durability == .powerLossSafe
+        let store = try BlobStore(root: directory, packThreshold: configuration.packThreshold,
+                                  segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
+                                  synchronous: synchronous)
+        let journalPath = directory.appending("journal")
+        try FileIO.remove(FilePath(journalPath.string + ".tmp"))
+        var report = BlobCache.OpenReport()
+        let clock = configuration.clock
+        let now = Nanoseconds.from(clock.now())
+        let image = try FileIO.readWholeFile(journalPath)
+
+        var index = CacheIndex()
+        var journal: JournalFile?
+        var rebuild: String?
+        if let image {
+            let header = image.withUnsafeBytes { JournalFormat.decodeHeader($0) }
+            switch header {
+            case .failure(.newerVersion(let version)):
+                throw BlobCacheError.unsupportedFormat(path: journalPath.string, version: version)
+            case .failure(.damaged(let reason)):
+                rebuild = reason
+            case .success(let header):
+                let walk = image.withUnsafeBytes { bytes in
+                    JournalReader.walk(bytes, salt: header.salt) { record, _ in index.apply(record) }
+                }
+                report.replayedRecords = walk.records
+                let fd = try FileIO.open(journalPath, .readWrite)
+                var size = Int64(image.count)
+                switch walk.end {
+                case .clean: break
+                case .tornTail(let validEnd):
+                    try FileIO.truncate(fd, to: Int64(validEnd), path: journalPath)
+                    size = Int64(validEnd)
+                    report.recovery = .truncatedTornTail(at: validEnd, bytesCut: image.count - validEnd)
+                case .corrupt(let offset, let reason):
+                    report.recovery = .stoppedAtCorruption(offset: offset, reason: reason)
+                }
+                journal = JournalFile(path: journalPath, descriptor: fd, header: header, size: size,
+                                      recordCount: walk.records, synchronous: synchronous)
+            }
+        } else if directoryHoldsBlobs(store) {
+            rebuild = "journal is missing"
+        }
+
+        if let reason = rebuild {
+            let adoption = try adoptBlobs(in: store, into: &index, now: now)
+            report.recovery = .rebuiltFromBlobs(reason: reason, adopted: adoption.adopted, removed: adoption.removed)
+        }
+        let engine = CacheEngine(
+            directory: directory, store: store,
+            journal: try journal ?? JournalFile.fresh(at: journalPath, created: now, synchronous: synchronous),
+            limits: limits, clock: clock,
+            accessInterval: Nanoseconds.from(configuration.accessJournalInterval))
+        engine.index = index
+        if journal == nil || report.recovery.requiresRewrite {
+            try engine.compactJournal()
+        }
+        try engine.trimNewestSegment()
+        report.expiredAtOpen = try engine.removeExpired()
+        let evictionsBefore = engine.counters.evictions
+        try engine.evictToLimits()
+        report.evictedAtOpen = engine.counters.evictions - evictionsBefore
+        try engine.journal.flush()
+        try engine.compactJournalIfRedundant()
+        engine.counters = BlobCache.Counters()
+        return (engine, report)
+    }
+
+    /// Segment size: 1/16 of the byte cap (so dead space stays a small part of it), between
+    /// 1 MiB and the configured limit.
+    private static func segmentLimit(configuration: BlobCache.Configuration, limits: BlobCache.Limits) -> Int {
+        guard let cap = limits.maxStoredBytes else { return configuration.packSegmentLimit }
+        return min(configuration.packSegmentLimit, max(1 << 20, cap / 16))
+    }
+
+    private static func directoryHoldsBlobs(_ store: BlobStore) -> Bool {
+        !store.segments.isEmpty || !FileIO.listDirectory(store.objects).isEmpty
+    }
+
+    /// Cuts the newest segment back to the end of its last live record, dropping a torn or
+    /// unreferenced tail, so that appends continue from a record boundary.
+    func trimNewestSegment() throws {
+        guard let newest = store.activeSegmentNumber else { return }
+        var end = Int64(PackFormat.segmentHeaderSize)
+        for (_, blob) in index.blobs {
+            if case .packed(newest, let offset) = blob.info.place {
+                end = max(end, Int64(offset) + Int64(blob.info.footprint))
+            }
+        }
+        if (store.segmentSizes[newest] ?? 0) < Int64(PackFormat.segmentHeaderSize) {
+            try store.deleteSegment(newest)   // a crash while it was being started: it holds nothing
+        } else {
+            try store.trimActiveSegment(to: end)
+        }
+    }
+
+    /// The prefix of keys that name content-addressed entries (`BlobCache.store`).
+    static let contentAddressedKeyPrefix = "\u{0}"
+
+    /// When the journal's header is lost, keys are gone; every intact blob on disk is kept as a
+    /// content-addressed entry (readable by id, evictable), and everything else is removed.
+    private static func adoptBlobs(in store: BlobStore, into index: inout CacheIndex, now: Int64)
+        throws -> (adopted: Int, removed: Int) {
+        var adopted = 0, removed = 0
+        func adopt(_ info: BlobInfo) {
+            guard index.blob(info.id) == nil else { return }
+            index.upsert(EntryRecord(key: contentAddressedKeyPrefix + info.id.hex, blob: info, pinned: false,
+                                     created: now, expiry: Nanoseconds.never, access: now), orderJournaled: true)
+            adopted += 1
+        }
+        for shard in FileIO.listDirectory(store.objects) {
+            let shardPath = store.objects.appending(shard)
+            for leaf in FileIO.listDirectory(shardPath) {
+                let leafPath = shardPath.appending(leaf)
+                for name in FileIO.listDirectory(leafPath) {
+                    let path = leafPath.appending(name)
+                    if let id = BlobID(hex: name), BlobStore.loosePath(of: id, in: store.objects) == path,
+                       let info = try verifiedLooseBlob(id, at: path) {
+                        adopt(info)
+                    } else {
+                        try FileIO.remove(path)
+                        removed += 1
+                    }
+                }
+            }
+        }
+        for number in store.segments.keys.sorted() {
+            let segment = store.segments[number]!
+            guard let image = try FileIO.readWholeFile(segment.path) else { continue }
+            image.withUnsafeBytes { bytes in
+                guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
+                _ = PackScanner.scan(bytes) { offset, header, result in
+                    guard case .success(let value) = result, BlobID(hashing: value) == header.id else {
+                        removed += 1
+                        return
+                    }
+                    adopt(BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
+                                   payloadLength: header.payloadLength,
+                                   place: .packed(segment: number, offset: UInt64(offset))))
+                }
+            }
+        }
+        return (adopted, removed)
+    }
+
+    /// Reads and fully verifies (MD5 included) a loose blob; `nil` when it is damaged.
+    private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath) throws -> BlobInfo? {
+        guard let file = try FileIO.readWholeFile(path) else { return nil }
+        return file.withUnsafeBytes { bytes -> BlobInfo? in
+            guard case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil),
+                  BlobID(hashing: value) == id,
+                  case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return nil }
+            return BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
+                            payloadLength: header.payloadLength, place: .loose)
+        }
+    }
+}
+
+extension CacheIndex {
+    /// Applies one replayed journal record.
+    mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case .set(let entry):
+            upsert(entry, orderJournaled: true)
+        case .access(let key, let time):
+            if let slot = slot(of: key) { touch(slot: slot, at: time, journaled: true) }
+        case .remove(let key, _):
+            if let slot = slot(of: key) { remove(slot: slot) }
+        case .removeAll(let includingPinned):
+            _ = removeAll(includingPinned: includingPinned)
+        case .relocate(let blob):
+            relocate(blob)
+        }
+    }
+}
+
+extension JournalFile {
+    /// Creates a new, empty journal at `path`.
+    static func fresh(at path: FilePath, created: Int64, synchronous: Bool) throws -> JournalFile {
+        let written = try write([], to: path, created: created)
+        return JournalFile(path: path, descriptor: written.descriptor, header: written.header, size: written.size,
+                           recordCount: 0, synchronous: synchronous)
+    }
+}
+
+/// Walks the records of a pack segment image in order, until the end or the first record
+/// whose header cannot be parsed (after which no record boundary can be trusted).
+enum PackScanner {
+    static func scan(_ image: UnsafeRawBufferPointer,
+                     _ visit: (_ offset: Int, _ header: PackFormat.RecordHeader, _ result: Result<[UInt8], BlobDamage>) -> Void)
+        -> (end: Int, problem: BlobDamage?) {
+        var offset = PackFormat.segmentHeaderSize
+        while offset < image.count {
+            let rest = UnsafeRawBufferPointer(rebasing: image[offset...])
+            guard case .success(let header) = PackFormat.parseRecordHeader(rest) else {
+                return (offset, PackFormat.parseRecordHeader(rest).failureValue)
+            }
+            let length = PackFormat.recordHeaderSize + header.payloadLength
+            guard length <= rest.count else {
+                return (offset, .truncated("record at \(offset) needs \(length) bytes, \(rest.count) remain"))
+            }
+            visit(offset, header, PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: rest[0..<length]), expecting: nil))
+            offset += length
+        }
+        return (offset, nil)
+    }
+}
+
+extension Result {
+    var failureValue: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}

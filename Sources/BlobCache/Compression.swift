@@ -1,0 +1,132 @@
+import CLZ4
+import CZlib
+
+/// Compresses and decompresses blob payloads with the native libraries, reusing their contexts.
+///
+/// Encoding writes the payload after `headroom` bytes the caller fills with its header, so a
+/// blob goes to disk from one buffer. Decoding checks that the payload expands to exactly the
+/// recorded length and is used up; anything else is `nil`, never wrong bytes.
+enum Compression {
+    private static let lz4Compressors = ContextPool(
+        make: {
+            var context: OpaquePointer?
+            guard LZ4F_isError(LZ4F_createCompressionContext(&context, UInt32(LZ4F_VERSION))) == 0 else { return nil }
+            return context.map { UnsafeMutableRawPointer($0) }
+        },
+        destroy: { LZ4F_freeCompressionContext(OpaquePointer($0)) })
+
+    private static let lz4Decompressors = ContextPool(
+        make: {
+            var context: OpaquePointer?
+            guard LZ4F_isError(LZ4F_createDecompressionContext(&context, UInt32(LZ4F_VERSION))) == 0 else { return nil }
+            return context.map { UnsafeMutableRawPointer($0) }
+        },
+        destroy: { LZ4F_freeDecompressionContext(OpaquePointer($0)) })
+
+    /// One pool of deflate streams per level (a stream's level is fixed at creation).
+    private static let deflaters: [ContextPool] = (0...9).map { level in
+        ContextPool(
+            make: { blobcache_deflate_create(Int32(level)).map { UnsafeMutableRawPointer($0) } },
+            destroy: { blobcache_deflate_destroy($0.assumingMemoryBound(to: z_stream.self)) })
+    }
+
+    private static let inflaters = ContextPool(
+        make: { blobcache_inflate_create().map { UnsafeMutableRawPointer($0) } },
+        destroy: { blobcache_inflate_destroy($0.assumingMemoryBound(to: z_stream.self)) })
+
+    /// The result of encoding: `headroom` zero bytes followed by the payload.
+    struct Encoded {
+        var buffer: [UInt8]
+        let tag: CodecTag
+        var payloadCount: Int { buffer.count - headroom }
+        let headroom: Int
+    }
+
+    /// Encodes `raw` with `codec`, falling back to `.none` when compression does not pay.
+    static func encode(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int) -> Encoded {
+        if raw.count > 0, let encoded = compress(raw, codec: codec, headroom: headroom),
+           encoded.payloadCount < raw.count {
+            return encoded
+        }
+        var buffer = [UInt8](repeating: 0, count: headroom)
+        buffer.reserveCapacity(headroom + raw.count)
+        buffer.append(contentsOf: raw)
+        return Encoded(buffer: buffer, tag: .none, headroom: headroom)
+    }
+
+    private static func compress(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int) -> Encoded? {
+        switch codec {
+        case .none:
+            return nil
+        case .lz4:
+            let bound = blobcache_lz4_frame_bound(raw.count)
+            return fill(headroom: headroom, capacity: bound, tag: .lz4) { out in
+                lz4Compressors.withContext { context in
+                    guard let context else { return 0 }
+                    return blobcache_lz4_compress_frame(OpaquePointer(context), out.baseAddress, out.count,
+                                                        raw.baseAddress, raw.count)
+                }
+            }
+        case .zlib(let level):
+            // Only a smaller result is worth keeping, so the output may stop short of raw's size.
+            let pool = deflaters[max(1, min(9, level))]
+            return fill(headroom: headroom, capacity: raw.count - 1, tag: .zlib) { out in
+                pool.withContext { context in
+                    guard let context else { return 0 }
+                    return blobcache_deflate(context.assumingMemoryBound(to: z_stream.self), out.baseAddress,
+                                             out.count, raw.baseAddress, raw.count)
+                }
+            }
+        }
+    }
+
+    /// Allocates headroom + capacity bytes, lets `body` write the payload and report its size
+    /// (0 for failure), and trims to it.
+    private static func fill(headroom: Int, capacity: Int, tag: CodecTag,
+                             _ body: (UnsafeMutableRawBufferPointer) -> Int) -> Encoded? {
+        guard capacity > 0 else { return nil }
+        var produced = 0
+        let buffer = [UInt8](unsafeUninitializedCapacity: headroom + capacity) { storage, initialized in
+            let raw = UnsafeMutableRawBufferPointer(storage)
+            UnsafeMutableRawBufferPointer(rebasing: raw[0..<headroom]).initializeMemory(as: UInt8.self, repeating: 0)
+            produced = body(UnsafeMutableRawBufferPointer(rebasing: raw[headroom...]))
+            initialized = headroom + produced
+        }
+        guard produced > 0 else { return nil }
+        return Encoded(buffer: buffer, tag: tag, headroom: headroom)
+    }
+
+    /// Decodes `payload` that `tag` compressed back to exactly `rawCount` bytes; `nil` on damage.
+    static func decode(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
+        switch tag {
+        case .none:
+            return payload.count == rawCount ? Array(payload) : nil
+        case .lz4:
+            return decodeInto(rawCount) { out in
+                lz4Decompressors.withContext { context in
+                    guard let context else { return false }
+                    return blobcache_lz4_decompress_frame(OpaquePointer(context), out.baseAddress, out.count,
+                                                          payload.baseAddress, payload.count) == 0
+                }
+            }
+        case .zlib:
+            return decodeInto(rawCount) { out in
+                inflaters.withContext { context in
+                    guard let context else { return false }
+                    return blobcache_inflate(context.assumingMemoryBound(to: z_stream.self), out.baseAddress,
+                                             out.count, payload.baseAddress, payload.count) == 0
+                }
+            }
+        }
+    }
+
+    private static func decodeInto(_ rawCount: Int, _ body: (UnsafeMutableRawBufferPointer) -> Bool) -> [UInt8]? {
+        guard rawCount >= 0 else { return nil }
+        var ok = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: rawCount) { storage, initialized in
+            ok = body(UnsafeMutableRawBufferPointer(storage))
+            initialized = ok ? rawCount : 0
+        }
+        return ok ? bytes : nil
+    }
+}

@@ -1,0 +1,72 @@
+extension BlobCache {
+    /// How a cache behaves: limits, expiry, compression, durability, and its clock.
+    ///
+    ///     var configuration = BlobCache.Configuration()
+    ///     configuration.maxStoredBytes = 500_000_000
+    ///     configuration.codec = .zlib(level: 6)
+    ///     let cache = try BlobCache(directory: "/var/cache/app", configuration: configuration)
+    public struct Configuration: Sendable {
+        /// The hard cap on bytes on disk of live blobs (each blob once, headers included).
+        /// `nil`: the directory's saved default (`BlobCache.saveDefaultLimits`), else no cap.
+        public var maxStoredBytes: Int?
+        /// The cap on entries. `nil`: the directory's saved default, else no cap.
+        public var maxEntries: Int?
+        /// Expiry of entries set without one.
+        public var defaultExpiry: Expiry = .never
+        /// Codec for new blobs.
+        public var codec: Codec = .lz4
+        /// What a returned set survives.
+        public var durability: Durability = .processCrashSafe
+        /// Blobs whose stored size (header included) is below this are packed into segment
+        /// files; others get a file of their own. `0` gives every blob its own file.
+        public var packThreshold: Int = 64 * 1024
+        /// A pack segment is closed for appends at this size.
+        public var packSegmentLimit: Int = 32 << 20
+        /// When another process holds the cache: fail at once (default) or wait for it.
+        public var waitForLock = false
+        /// A read journals its access when the journaled one is older than this, so recency
+        /// survives a crash to within this interval (a clean close keeps it exactly).
+        public var accessJournalInterval: Duration = .seconds(60)
+        /// The clock for creation, access and expiry times.
+        public var clock: any CacheClock = SystemClock()
+
+        /// The default configuration: LZ4, no limits beyond the directory's saved ones, no expiry.
+        ///
+        ///     let configuration = BlobCache.Configuration()
+        public init() {}
+
+        func validate() throws {
+            if let max = maxStoredBytes, max <= 0 {
+                throw BlobCacheError.invalidConfiguration(reason: "maxStoredBytes must be positive, got \(max)")
+            }
+            if let max = maxEntries, max <= 0 {
+                throw BlobCacheError.invalidConfiguration(reason: "maxEntries must be positive, got \(max)")
+            }
+            guard packThreshold >= 0 else {
+                throw BlobCacheError.invalidConfiguration(reason: "packThreshold must not be negative")
+            }
+            guard packSegmentLimit >= 1 << 16 else {
+                throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be at least 64 KiB")
+            }
+            if case .zlib(let level) = codec, !(1...9).contains(level) {
+                throw BlobCacheError.invalidConfiguration(reason: "zlib level must be 1...9, got \(level)")
+            }
+        }
+    }
+
+    /// The limits a cache enforces after merging the configuration with the directory's defaults.
+    public struct Limits: Sendable, Hashable, Codable {
+        /// Bytes on disk of live blobs; `nil` for no cap.
+        public var maxStoredBytes: Int?
+        /// Entries; `nil` for no cap.
+        public var maxEntries: Int?
+
+        /// Makes limits.
+        ///
+        ///     let limits = BlobCache.Limits(maxStoredBytes: 1 << 30, maxEntries: nil)
+        public init(maxStoredBytes: Int? = nil, maxEntries: Int? = nil) {
+            self.maxStoredBytes = maxStoredBytes
+            self.maxEntries = maxEntries
+        }
+    }
+}

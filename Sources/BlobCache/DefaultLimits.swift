@@ -1,0 +1,45 @@
+import SystemPackage
+
+extension BlobCache {
+    /// The limits saved in `directory/config`, which opens use where the configuration leaves
+    /// a limit `nil` (like `ccache -M`). Missing file: no limits.
+    ///
+    ///     let saved = try BlobCache.defaultLimits(in: "/var/cache/app")
+    public static func defaultLimits(in directory: String) throws -> Limits {
+        let path = FilePath(directory).appending("config")
+        guard let bytes = try FileIO.readWholeFile(path) else { return Limits() }
+        var limits = Limits()
+        for (number, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n").enumerated() {
+            let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            if text.allSatisfy(\.isWhitespace) { continue }
+            let parts = text.split(separator: "=", maxSplits: 1).map { String($0).trimmingWhitespace() }
+            guard parts.count == 2, let value = Int(parts[1]), value > 0 else {
+                throw BlobCacheError.invalidConfiguration(reason: "\(path) line \(number + 1): expected `name = positive integer`")
+            }
+            switch parts[0] {
+            case "max-size": limits.maxStoredBytes = value
+            case "max-entries": limits.maxEntries = value
+            default:
+                throw BlobCacheError.invalidConfiguration(reason: "\(path) line \(number + 1): unknown setting \(parts[0])")
+            }
+        }
+        return limits
+    }
+
+    /// Saves default limits in `directory/config` (atomically); `nil` removes a limit.
+    ///
+    ///     try BlobCache.saveDefaultLimits(.init(maxStoredBytes: 2_000_000_000), in: "/var/cache/app")
+    public static func saveDefaultLimits(_ limits: Limits, in directory: String) throws {
+        let path = FilePath(directory).appending("config")
+        var text = "# BlobCache default limits (bytes on disk of live blobs; entries)\n"
+        if let size = limits.maxStoredBytes { text += "max-size = \(size)\n" }
+        if let entries = limits.maxEntries { text += "max-entries = \(entries)\n" }
+        let temporary = FilePath(path.string + ".tmp")
+        let fd = try FileIO.open(temporary, .writeOnly, options: [.create, .truncate],
+                                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
+        defer { try? fd.close() }
+        try Array(text.utf8).withUnsafeBytes { try FileIO.writeAll(fd, $0, at: 0, path: temporary) }
+        try FileIO.sync(fd, path: temporary)
+        try FileIO.rename(temporary, to: path)
+    }
+}

@@ -1,0 +1,55 @@
+import SystemPackage
+
+/// Everything under `objects/` and `packs/`, classified: what compact, fsck and recovery walk.
+struct DirectoryScan {
+    /// A loose blob file at its right place (named by an id, in that id's shard).
+    var looseBlobs: [(id: BlobID, path: FilePath)] = []
+    /// Writers' temporary files.
+    var temporaryFiles: [FilePath] = []
+    /// Files or directories that are neither blobs in their right shard nor temporary files.
+    var unknownFiles: [FilePath] = []
+    /// Shard directories with nothing in them.
+    var emptyShardDirectories: [FilePath] = []
+    /// Segment files, by number.
+    var segments: [(number: UInt32, path: FilePath)] = []
+
+    init(objects: FilePath, packs: FilePath) {
+        for shard in FileIO.listDirectory(objects).sorted() {
+            let shardPath = objects.appending(shard)
+            guard shard.count == 1, shard.allSatisfy(\.isHexDigit), FileIO.isDirectory(shardPath) else {
+                unknownFiles.append(shardPath)
+                continue
+            }
+            let leaves = FileIO.listDirectory(shardPath).sorted()
+            if leaves.isEmpty { emptyShardDirectories.append(shardPath) }
+            for leaf in leaves {
+                let leafPath = shardPath.appending(leaf)
+                guard leaf.count == 1, leaf.allSatisfy(\.isHexDigit), FileIO.isDirectory(leafPath) else {
+                    unknownFiles.append(leafPath)
+                    continue
+                }
+                let names = FileIO.listDirectory(leafPath).sorted()
+                if names.isEmpty { emptyShardDirectories.append(leafPath) }
+                for name in names {
+                    let path = leafPath.appending(name)
+                    if BlobStore.isTemporaryName(name), FileIO.isRegularFile(path) {
+                        temporaryFiles.append(path)
+                    } else if let id = BlobID(hex: name), id.hex == name, BlobStore.loosePath(of: id, in: objects) == path,
+                              FileIO.isRegularFile(path) {
+                        looseBlobs.append((id, path))
+                    } else {
+                        unknownFiles.append(path)
+                    }
+                }
+            }
+        }
+        for name in FileIO.listDirectory(packs).sorted() {
+            let path = packs.appending(name)
+            if let number = PackFormat.segmentNumber(fromFileName: name), FileIO.isRegularFile(path) {
+                segments.append((number, path))
+            } else {
+                unknownFiles.append(path)
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+/// What a returned `set` survives.
+///
+///     var configuration = BlobCache.Configuration()
+///     configuration.durability = .powerLossSafe
+public enum Durability: Sendable, Hashable {
+    /// No fsync. A returned set survives the process crashing (its records are in the kernel),
+    /// but not the machine losing power. The default; a cache can be rebuilt.
+    case processCrashSafe
+    /// fsync the blob, its directory and the journal before a set returns: it survives power loss.
+    case powerLossSafe
+}

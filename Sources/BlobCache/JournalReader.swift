@@ -1,0 +1,45 @@
+/// Walks the records of a journal image, checking each frame, and says how the walk ended.
+///
+/// Like LevelDB's log reader: a short record at the very end is a torn tail (a writer died
+/// mid-append); a bad record before the end is corruption, and nothing after it is trusted.
+struct JournalReader {
+    enum End: Equatable {
+        /// Every byte was a good record.
+        case clean
+        /// The last record was cut short at this offset (the end of the last good record).
+        case tornTail(validEnd: Int)
+        /// A record at this offset failed its CRC or did not parse; nothing after is trusted.
+        case corrupt(offset: Int, reason: String)
+    }
+
+    /// Replays every good record of `image` (header included) through `apply`, in order.
+    /// Returns how the walk ended and how many records were good.
+    static func walk(_ image: UnsafeRawBufferPointer, salt: UInt64,
+                     _ apply: (JournalRecord, _ offset: Int) -> Void) -> (end: End, records: Int) {
+        let seed = JournalFormat.seed(salt: salt)
+        var offset = JournalFormat.headerSize
+        var count = 0
+        let total = image.count
+        while offset < total {
+            guard total - offset >= JournalFormat.frameSize else { return (.tornTail(validEnd: offset), count) }
+            let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+            guard length <= JournalFormat.maxPayload else {
+                return (.corrupt(offset: offset, reason: "record length \(length) is impossible"), count)
+            }
+            let end = offset + JournalFormat.frameSize + length
+            guard end <= total else { return (.tornTail(validEnd: offset), count) }
+            let body = UnsafeRawBufferPointer(rebasing: image[(offset + 8)..<end])
+            guard CRC32.update(seed, body) == crc else {
+                return (.corrupt(offset: offset, reason: "record CRC mismatch"), count)
+            }
+            guard let record = JournalRecord.decode(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...])) else {
+                return (.corrupt(offset: offset, reason: "record of type \(body[0]) does not parse"), count)
+            }
+            apply(record, offset)
+            count += 1
+            offset = end
+        }
+        return (.clean, count)
+    }
+}

@@ -1,0 +1,113 @@
+/// Pack segments and their records (docs/FORMAT.md).
+enum PackFormat {
+    static let segmentMagic: UInt32 = 0x4B50_4342 // "BCPK"
+    static let recordMagic: UInt32 = 0x5250_4342  // "BCPR"
+    static let version: UInt8 = 1
+    static let segmentHeaderSize = 16
+    static let recordHeaderSize = 40
+
+    /// The file name of segment `number`: six decimal digits and `.pack`.
+    static func fileName(of number: UInt32) -> String {
+        let digits = String(number)
+        return String(repeating: "0", count: max(0, 6 - digits.count)) + digits + ".pack"
+    }
+
+    /// The segment number in a file name, or `nil` when the name is not a segment's.
+    static func segmentNumber(fromFileName name: String) -> UInt32? {
+        guard name.hasSuffix(".pack") else { return nil }
+        let stem = name.dropLast(5)
+        guard stem.count >= 6, stem.allSatisfy({ $0.isASCII && $0.isNumber }), let number = UInt32(stem),
+              fileName(of: number) == name else { return nil }
+        return number
+    }
+
+    static func segmentHeader(number: UInt32) -> [UInt8] {
+        var writer = BinaryWriter(capacity: segmentHeaderSize)
+        writer.append(segmentMagic)
+        writer.append(version)
+        writer.append(bytes: [0, 0, 0])
+        writer.append(number)
+        writer.append(CRC32.checksum(writer.bytes))
+        return writer.bytes
+    }
+
+    /// Checks a segment header; `nil` when good, else what is wrong.
+    static func checkSegmentHeader(_ bytes: UnsafeRawBufferPointer, number: UInt32) -> String? {
+        guard bytes.count >= segmentHeaderSize else { return "segment shorter than its header" }
+        var reader = BinaryReader(bytes)
+        guard reader.readUInt32() == segmentMagic else { return "bad segment magic" }
+        let version = reader.readUInt8()!
+        guard version == self.version else { return "unknown segment version \(version)" }
+        _ = reader.readBytes(3)
+        guard reader.readUInt32() == number else { return "segment number does not match its name" }
+        let crc = reader.readUInt32()!
+        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<12])) == crc else { return "segment header CRC mismatch" }
+        return nil
+    }
+
+    /// Fills the record header in `buffer[0..<40]` for the payload that follows it.
+    static func writeRecordHeader(into buffer: inout [UInt8], id: BlobID, codec: CodecTag, rawLength: Int) {
+        let payloadLength = buffer.count - recordHeaderSize
+        var header = BinaryWriter(capacity: recordHeaderSize)
+        header.append(recordMagic)
+        header.append(digestOf: id)
+        header.append(codec.rawValue)
+        header.append(bytes: [0, 0, 0])
+        header.append(UInt64(rawLength))
+        header.append(UInt32(payloadLength))
+        buffer.replaceSubrange(0..<36, with: header.bytes)
+        let crc = buffer.withUnsafeBytes { all in
+            CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: all[0..<36])),
+                         UnsafeRawBufferPointer(rebasing: all[recordHeaderSize...]))
+        }
+        withUnsafeBytes(of: crc.littleEndian) { buffer.replaceSubrange(36..<40, with: $0) }
+    }
+
+    /// A record header as read back.
+    struct RecordHeader {
+        let id: BlobID
+        let codec: CodecTag
+        let rawLength: Int
+        let payloadLength: Int
+        let crc: UInt32
+    }
+
+    static func parseRecordHeader(_ bytes: UnsafeRawBufferPointer) -> Result<RecordHeader, BlobDamage> {
+        guard bytes.count >= recordHeaderSize else { return .failure(.truncated("record header cut short")) }
+        var reader = BinaryReader(bytes)
+        guard reader.readUInt32() == recordMagic else { return .failure(.header("bad record magic")) }
+        let id = reader.readBlobID()!
+        guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
+        _ = reader.readBytes(3)
+        let raw = reader.readUInt64()!
+        let stored = reader.readUInt32()!
+        let crc = reader.readUInt32()!
+        guard raw <= UInt64(Int.max) else { return .failure(.header("impossible length")) }
+        return .success(RecordHeader(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored), crc: crc))
+    }
+
+    /// Checks one record (header + payload, as read at its offset) and decodes it.
+    static func decode(record bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?) -> Result<[UInt8], BlobDamage> {
+        let header: RecordHeader
+        switch parseRecordHeader(bytes) {
+        case .failure(let damage): return .failure(damage)
+        case .success(let parsed): header = parsed
+        }
+        guard bytes.count >= recordHeaderSize + header.payloadLength else {
+            return .failure(.truncated("record needs \(recordHeaderSize + header.payloadLength) bytes, \(bytes.count) remain"))
+        }
+        if let info {
+            guard header.id == info.id else { return .failure(.header("record holds blob \(header.id)")) }
+            guard info.rawLength == header.rawLength, info.payloadLength == header.payloadLength, info.codec == header.codec else {
+                return .failure(.sizeMismatch("record says \(header.rawLength)/\(header.payloadLength) bytes, index says \(info.rawLength)/\(info.payloadLength)"))
+            }
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[recordHeaderSize..<recordHeaderSize + header.payloadLength])
+        let crc = CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<36])), payload)
+        guard crc == header.crc else { return .failure(.checksum("CRC mismatch")) }
+        guard let value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) else {
+            return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
+        }
+        return .success(value)
+    }
+}

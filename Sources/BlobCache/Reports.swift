@@ -1,0 +1,126 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension BlobCache {
+    /// What opening the cache found and repaired.
+    ///
+    ///     if case .stoppedAtCorruption(let offset, _) = cache.openReport.recovery { log(offset) }
+    public struct OpenReport: Sendable, Equatable {
+        /// Journal records replayed.
+        public var replayedRecords = 0
+        /// What had to be repaired, if anything.
+        public var recovery: Recovery = .none
+        /// Entries found expired and removed.
+        public var expiredAtOpen = 0
+        /// Entries evicted to meet limits smaller than the cache held.
+        public var evictedAtOpen = 0
+    }
+
+    /// A repair made at open.
+    public enum Recovery: Sendable, Equatable {
+        /// The journal was intact.
+        case none
+        /// The last record was cut short (a writer died mid-append); it was cut off.
+        case truncatedTornTail(at: Int, bytesCut: Int)
+        /// A record failed its checksum; replay stopped there (entries after it are not
+        /// trusted) and the journal was rewritten from what came before.
+        case stoppedAtCorruption(offset: Int, reason: String)
+        /// The journal's header was missing or damaged, so keys were lost; intact blobs were
+        /// kept as content-addressed entries and damaged files removed.
+        case rebuiltFromBlobs(reason: String, adopted: Int, removed: Int)
+
+        var requiresRewrite: Bool {
+            switch self {
+            case .none, .truncatedTornTail: false
+            case .stoppedAtCorruption, .rebuiltFromBlobs: true
+            }
+        }
+    }
+
+    /// Operation counts since the cache was opened.
+    public struct Counters: Sendable, Equatable, Codable {
+        public var hits = 0
+        public var misses = 0
+        public var sets = 0
+        /// Sets whose value was already stored (nothing written but the journal record).
+        public var deduplicatedSets = 0
+        public var evictions = 0
+        public var expirations = 0
+        /// Reads that found a damaged blob (their entries were dropped).
+        public var corruptReads = 0
+        public var journalCompactions = 0
+        public var packCollections = 0
+    }
+
+    /// Sizes and counts of what the cache holds.
+    ///
+    ///     let totals = cache.totals
+    ///     print(totals.entries, totals.storedBytes)
+    public struct Totals: Sendable, Equatable, Codable {
+        /// Live entries (keys, and content-addressed entries).
+        public var entries: Int
+        /// Distinct blobs (each stored once, however many keys share it).
+        public var blobs: Int
+        /// Bytes of the distinct values.
+        public var logicalBytes: Int
+        /// Bytes the distinct blobs take on disk, headers included: what the byte cap counts.
+        public var storedBytes: Int
+        /// Bytes of every entry's value, shared blobs counted once per key.
+        public var entryLogicalBytes: Int
+        public var pinnedEntries: Int
+        /// Bytes of pack records no entry uses any more (reclaimed by pack garbage collection).
+        public var deadPackBytes: Int
+        public var journalBytes: Int
+        public var journalRecords: Int
+        /// Journal records that no longer describe a live entry.
+        public var redundantJournalRecords: Int
+        public var limits: Limits
+        public var counters: Counters
+
+        /// logical / stored bytes (1 when empty).
+        public var compressionRatio: Double { storedBytes == 0 ? 1 : Double(logicalBytes) / Double(storedBytes) }
+        /// Bytes not stored thanks to content addressing.
+        public var deduplicationSavings: Int { entryLogicalBytes - logicalBytes }
+    }
+
+    /// The metadata of one entry.
+    public struct EntryInfo: Sendable, Equatable {
+        public var key: String
+        public var blobID: BlobID
+        /// Bytes of the value.
+        public var size: Int
+        /// Bytes its blob takes on disk (shared with other keys when they hold the same value).
+        public var storedSize: Int
+        public var codec: String
+        public var place: BlobPlace
+        public var created: Date
+        /// `nil` for never.
+        public var expiry: Date?
+        public var lastAccess: Date
+        public var pinned: Bool
+    }
+}
+
+extension CacheEngine {
+    func totals() -> BlobCache.Totals {
+        BlobCache.Totals(
+            entries: index.entryCount, blobs: index.blobCount, logicalBytes: index.logicalBytes,
+            storedBytes: index.storedBytes, entryLogicalBytes: index.entryLogicalBytes,
+            pinnedEntries: index.pinnedEntries, deadPackBytes: deadPackBytes, journalBytes: Int(journal.size),
+            journalRecords: journal.recordCount, redundantJournalRecords: redundantRecords,
+            limits: limits, counters: counters)
+    }
+
+    func info(at slot: Int32) -> BlobCache.EntryInfo {
+        let entry = index.entry(at: slot)
+        let blob = index.blob(entry.blob)!.info
+        return BlobCache.EntryInfo(
+            key: entry.key, blobID: blob.id, size: blob.rawLength, storedSize: blob.footprint,
+            codec: blob.codec.name, place: blob.place, created: Nanoseconds.date(entry.created),
+            expiry: entry.expiry == Nanoseconds.never ? nil : Nanoseconds.date(entry.expiry),
+            lastAccess: Nanoseconds.date(entry.access), pinned: entry.pinned)
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+@Suite("Blob store")
+struct BlobStoreTests {
+    @Test("the id of \"hello\" is its MD5, and a loose blob lives at objects/5/d/<id>")
+    func knownIDAndPath() throws {
+        let dir = TemporaryDirectory()
+        let id = BlobID(hashing: Array("hello".utf8))
+        #expect(id.hex == "5d41402abc4b2a76b9719d911017c592")
+        #expect(BlobID(hex: "5D41402ABC4B2A76B9719D911017C592") == id)
+        #expect(BlobID(hex: "5d41402abc4b2a76b9719d911017c59") == nil)
+
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0 })
+        #expect(try cache.set(Array("hello".utf8), forKey: "greeting") == id)
+        let file = dir.appending("objects/5/d/5d41402abc4b2a76b9719d911017c592")
+        #expect(FileManager.default.fileExists(atPath: file))
+        #expect(readFile(file).count == LooseBlobFormat.headerSize + 5)
+        #expect(try cache.bytes(forKey: "greeting") == Array("hello".utf8))
+        #expect(try cache.bytes(for: id) == Array("hello".utf8))
+    }
+
+    @Test("storing a value that is already stored writes no blob bytes, loose or packed",
+          arguments: [0, 64 * 1024])
+    func dedupWritesNothing(packThreshold: Int) throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = packThreshold })
+        let value = Samples.compressible(3000)
+        try cache.set(value, forKey: "a")
+        let before = try blobFileStats(dir.path)
+        try cache.set(value, forKey: "b")
+        try cache.set(value, forKey: "a")
+        #expect(try blobFileStats(dir.path) == before)
+        #expect(try cache.totals().blobs == 1)
+        #expect(try cache.totals().entries == 2)
+        #expect(try cache.bytes(forKey: "b") == value)
+    }
+
+    @Test("small values are packed and large ones loose, by stored size")
+    func placement() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 4096 })
+        try cache.set(Samples.random(1000), forKey: "small")
+        try cache.set(Samples.random(5000), forKey: "large")
+        try cache.set([UInt8](repeating: 7, count: 100_000), forKey: "compressible")   // compresses below 4 KiB
+        #expect(try cache.entry(forKey: "small")?.place == .packed(segment: 1, offset: 16))
+        #expect(try cache.entry(forKey: "large")?.place == .loose)
+        if case .packed = try cache.entry(forKey: "compressible")!.place {} else { Issue.record("expected packed") }
+        #expect(filesBelow(dir.appending("objects")).count == 1)
+        #expect(filesBelow(dir.appending("packs")) == ["000001.pack"])
+    }
+
+    @Test("every single-byte corruption and every truncation of a loose blob is detected")
+    func looseCorruptionExhaustive() throws {
+        let value = Samples.compressible(60)
+        let id = BlobID(hashing: value)
+        for codec in [Codec.none, .zlib] {
+            let blob = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: codec, packThreshold: 0) }
+            let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
+            let image = blob.image
+            #expect(image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .success(value))
+            for position in image.indices {
+                for replacement in UInt8.min...UInt8.max where replacement != image[position] {
+                    var damaged = image
+                    damaged[position] = replacement
+                    let result = damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+                    guard case .failure = result else {
+                        Issue.record("byte \(position) = \(replacement) not detected (\(codec))")
+                        return
+                    }
+                }
+            }
+            for length in 0..<image.count {
+                let result = Array(image.prefix(length)).withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+                guard case .failure = result else {
+                    Issue.record("truncation to \(length) not detected")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test("every single-byte corruption and every truncation of a pack record is detected")
+    func packCorruptionExhaustive() throws {
+        let value = Samples.compressible(60)
+        let id = BlobID(hashing: value)
+        let blob = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .zlib, packThreshold: 1 << 16) }
+        #expect(blob.packed)
+        let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength,
+                            place: .packed(segment: 1, offset: 16))
+        let image = blob.image
+        #expect(image.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info) } == .success(value))
+        for position in image.indices {
+            for replacement in UInt8.min...UInt8.max where replacement != image[position] {
+                var damaged = image
+                damaged[position] = replacement
+                guard case .failure = damaged.withUnsafeBytes({ PackFormat.decode(record: $0, expecting: info) }) else {
+                    Issue.record("byte \(position) = \(replacement) not detected")
+                    return
+                }
+            }
+        }
+        for length in 0..<image.count {
+            guard case .failure = Array(image.prefix(length)).withUnsafeBytes({ PackFormat.decode(record: $0, expecting: info) }) else {
+                Issue.record("truncation to \(length) not detected")
+                return
+            }
+        }
+    }
+
+    @Test("a damaged blob read through the cache throws corruptBlob, then reads as a miss", arguments: [0, 1 << 16])
+    func corruptReadThroughCache(packThreshold: Int) throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = packThreshold })
+        let value = Samples.random(2000)
+        let id = try cache.set(value, forKey: "k")
+        try cache.set(Samples.random(2000, seed: 9), forKey: "other")
+        let file = packThreshold == 0 ? dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))/\(id.hex)")
+                                      : dir.appending("packs/000001.pack")
+        flipByte(file, at: packThreshold == 0 ? 100 : 16 + 100, mask: 0x01)
+        #expect(throws: BlobCacheError.self) { _ = try cache.bytes(forKey: "k") }
+        #expect(same(try cache.bytes(forKey: "k"), nil))
+        #expect(same(try cache.bytes(forKey: "other"), Samples.random(2000, seed: 9)))
+    }
+
+    @Test("a crashed writer's temporary file and a torn pack tail are never read as blobs")
+    func crashLeftovers() throws {
+        let dir = TemporaryDirectory()
+        let value = Samples.random(300)
+        let id = BlobID(hashing: value)
+        do {
+            let cache = try BlobCache(directory: dir.path, configuration: .testing())
+            try cache.set(Samples.random(100, seed: 5), forKey: "kept")
+            try cache.close()
+        }
+        // A loose writer killed before its rename: a complete image under a temporary name.
+        let loose = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 0) }
+        let shard = dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))")
+        try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
+        writeFile(shard + "/tmp.4242.1", loose.image)
+        // A pack writer killed mid-append: half a record at the end of the segment.
+        let packed = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 1 << 16) }
+        let segment = dir.appending("packs/000001.pack")
+        writeFile(segment, readFile(segment) + packed.image.prefix(packed.image.count / 2))
+
+        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(try cache.bytes(for: id) == nil)
+        #expect(try cache.totals().entries == 1)
+        // The torn tail was cut, so the next append lands on a record boundary and reads back.
+        try cache.set(value, forKey: "new")
+        try cache.set(Samples.random(50, seed: 6), forKey: "after")
+        #expect(try cache.bytes(forKey: "new") == value)
+        #expect(try cache.bytes(forKey: "after") == Samples.random(50, seed: 6))
+        #expect(try cache.bytes(forKey: "kept") == Samples.random(100, seed: 5))
+    }
+
+    @Test("a missing directory, a file in its place, or an unwritable one is a typed error naming the path")
+    func unusableDirectory() throws {
+        let dir = TemporaryDirectory()
+        let missing = dir.appending("absent/cache")
+        #expect(throws: BlobCacheError.directoryUnusable(path: missing, reason: "it does not exist")) {
+            try BlobCache(directory: missing, configuration: .testing(), createDirectory: false)
+        }
+        let file = dir.appending("file")
+        writeFile(file, [1, 2, 3])
+        #expect(throws: BlobCacheError.directoryUnusable(path: file, reason: "it is not a directory")) {
+            try BlobCache(directory: file, configuration: .testing())
+        }
+        #expect(readFile(file) == [1, 2, 3])
+        let created = try BlobCache(directory: missing, configuration: .testing())
+        try created.set([1], forKey: "k")
+        #expect(try created.bytes(forKey: "k") == [1])
+    }
+
+    /// (path, inode, size, mtime) of every file under objects/ and packs/.
+    private func blobFileStats(_ root: String) throws -> [String] {
+        try (filesBelow(root + "/objects").map { "objects/" + $0 } + filesBelow(root + "/packs").map { "packs/" + $0 }).map { name in
+            let attributes = try FileManager.default.attributesOfItem(atPath: root + "/" + name)
+            return "\(name) \(attributes[.systemFileNumber] ?? 0) \(attributes[.size] ?? 0) \(attributes[.modificationDate] ?? 0)"
+        }
+    }
+}
