@@ -82,11 +82,13 @@ struct CacheIndex {
     /// Returns the blob released by the replaced value, if its last reference went.
     @discardableResult
     mutating func upsert(_ record: EntryRecord, orderJournaled: Bool) -> BlobInfo? {
+        // Retain first: when the key already holds this blob, releasing the old entry first
+        // would drop the blob's last reference and delete it.
+        retain(record.blob, pinned: record.pinned)
         var released: BlobInfo?
         if let existing = slotOfKey[record.key] {
             released = remove(slot: existing)
         }
-        retain(record.blob, pinned: record.pinned)
         let entry = Entry(key: record.key, blob: record.blob.id, created: record.created, expiry: record.expiry,
                           access: record.access, pinned: record.pinned, orderJournaled: orderJournaled,
                           journaledAccess: record.access)

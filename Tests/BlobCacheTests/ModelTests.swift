@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// A plain in-memory model of the cache's contract: values, pinning, expiry, LRU order,
+/// limits (entries and stored bytes, each distinct value counted once).
+private struct ReferenceModel {
+    struct Item { var value: [UInt8]; var id: BlobID; var pinned: Bool; var expiry: Int64 }
+    var items: [String: Item] = [:]
+    /// Unpinned keys, least recently used first.
+    var lru: [String] = []
+    let maxEntries: Int
+    let maxBytes: Int
+    let footprint: [BlobID: Int]
+
+    var storedBytes: Int {
+        var seen = Set<BlobID>()
+        return items.values.reduce(0) { total, item in seen.insert(item.id).inserted ? total + footprint[item.id]! : total }
+    }
+
+    mutating func set(_ key: String, _ value: [UInt8], pinned: Bool, expiry: Int64) {
+        remove(key)
+        items[key] = Item(value: value, id: BlobID(hashing: value), pinned: pinned, expiry: expiry)
+        if !pinned { lru.append(key) }
+        while items.count > maxEntries || storedBytes > maxBytes { remove(lru.first!) }
+    }
+
+    mutating func get(_ key: String, now: Int64) -> [UInt8]? {
+        guard let item = items[key] else { return nil }
+        if item.expiry <= now { remove(key); return nil }
+        if !item.pinned { lru.removeAll { $0 == key }; lru.append(key) }
+        return item.value
+    }
+
+    mutating func remove(_ key: String) {
+        guard items.removeValue(forKey: key) != nil else { return }
+        lru.removeAll { $0 == key }
+    }
+
+    mutating func removeExpired(now: Int64) {
+        for (key, item) in items where item.expiry <= now { remove(key) }
+    }
+
+    mutating func removeAllUnpinned() {
+        for key in lru { items[key] = nil }
+        lru = []
+    }
+}
+
+@Suite("Model-based")
+struct ModelTests {
+    @Test("thousands of random operations agree with a reference model", arguments: [1, 2, 3] as [UInt64])
+    func randomOperations(seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let maxEntries = 25, maxBytes = 60_000
+        let configure: (inout BlobCache.Configuration) -> Void = {
+            $0.maxEntries = maxEntries
+            $0.maxStoredBytes = maxBytes
+            $0.packThreshold = 2048     // both placements
+        }
+        var generator = SeededGenerator(seed: seed)
+        // A pool of values, so keys often share blobs; pinned entries use the small ones.
+        let values: [[UInt8]] = (0..<24).map { n in
+            n % 3 == 0 ? Samples.compressible(200 + n * 300, seed: UInt64(n)) : Samples.random(50 + n * 200, seed: UInt64(n))
+        }
+        let footprints = Dictionary(uniqueKeysWithValues: values.map { value in
+            (BlobID(hashing: value),
+             value.withUnsafeBytes { BlobStore.prepare($0, id: BlobID(hashing: $0), codec: .lz4, packThreshold: 2048).image.count })
+        })
+        var model = ReferenceModel(maxEntries: maxEntries, maxBytes: maxBytes, footprint: footprints)
+        var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock, configure))
+        let now = { Nanoseconds.from(clock.now()) }
+
+        for step in 0..<3000 {
+            let key = "key-\(generator.next() % 40)"
+            switch generator.next() % 100 {
+            case 0..<40:
+                let pinned = generator.next() % 20 == 0 && model.items.values.filter(\.pinned).count < 5
+                let value = values[Int(generator.next() % UInt64(pinned ? 4 : values.count))]
+                let seconds = generator.next() % 4 == 0 ? Int64(generator.next() % 100) + 1 : nil
+                try cache.set(value, forKey: key, expiry: seconds.map { .after(.seconds($0)) }, pinned: pinned)
+                model.set(key, value, pinned: pinned, expiry: seconds.map { now() + $0 * 1_000_000_000 } ?? Nanoseconds.never)
+            case 40..<75:
+                #expect(same(try cache.bytes(forKey: key), model.get(key, now: now())), "step \(step): get \(key)")
+            case 75..<83:
+                #expect(try cache.removeValue(forKey: key) == (model.items[key] != nil), "step \(step): remove \(key)")
+                model.remove(key)
+            case 83..<90:
+                clock.advance(by: .seconds(Int64(generator.next() % 30)))
+            case 90..<94:
+                try cache.close()
+                cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock, configure))
+                model.removeExpired(now: now())
+            case 94..<96:
+                try cache.compact()
+                model.removeExpired(now: now())
+            case 96..<98:
+                try cache.removeExpired()
+                model.removeExpired(now: now())
+            default:
+                try cache.removeAll()
+                model.removeAllUnpinned()
+            }
+            // After every step: the same entries, the same LRU order, the same totals.
+            let entries = try cache.entries()
+            let unpinned = entries.filter { !$0.pinned }.map(\.key)
+            let pinned = Set(entries.filter(\.pinned).map(\.key))
+            #expect(unpinned == model.lru, "step \(step): LRU order")
+            #expect(pinned == Set(model.items.filter { $0.value.pinned }.keys), "step \(step): pinned")
+            let totals = try cache.totals()
+            #expect(totals.storedBytes == model.storedBytes, "step \(step): stored bytes")
+            #expect(totals.entries == model.items.count, "step \(step): entries")
+            if unpinned != model.lru || totals.storedBytes != model.storedBytes { return }
+        }
+        for (key, item) in model.items where item.expiry > now() {
+            #expect(same(try cache.bytes(forKey: key), item.value))
+        }
+    }
+}
