@@ -174,12 +174,15 @@ public final class BlobCache: Sendable {
         }
     }
 
-    /// Rewrites the journal to its live entries and reclaims dead pack space.
+    /// Rewrites the journal to its live entries in LRU order, removes expired entries, deletes
+    /// dangling blobs, stale temporary files and empty shard directories, and reclaims every dead
+    /// pack byte. With `codec`, every blob stored with another codec is re-encoded (ids do not
+    /// change). Safe to interrupt at any point.
     ///
-    ///     let report = try cache.compact()
+    ///     let report = try cache.compact(recompressingTo: .zlib(level: 9))
     @discardableResult
-    public func compact() throws -> CompactionReport {
-        try withEngine { try $0.compact(recompressingTo: nil, rawCodec: codec) }
+    public func compact(recompressingTo codec: Codec? = nil) throws -> CompactionReport {
+        try withEngine { try $0.compact(recompressingTo: codec) }
     }
 
     /// Writes out recency, syncs the journal and releases the directory. Later calls throw
@@ -194,6 +197,7 @@ public final class BlobCache: Sendable {
             try open.persistRecency()
             try open.compactJournalIfRedundant()
             try open.journal.sync()
+            try? open.lifetimeCounters.save(in: open.directory)
         }
     }
 

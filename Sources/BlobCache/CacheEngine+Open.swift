@@ -70,6 +70,7 @@ extension CacheEngine {
         try engine.journal.flush()
         try engine.compactJournalIfRedundant()
         engine.counters = BlobCache.Counters()
+        engine.savedCounters = .saved(in: directory)
         return (engine, report)
     }
 

@@ -12,7 +12,10 @@ final class CacheEngine: @unchecked Sendable {
     var limits: BlobCache.Limits
     let clock: any CacheClock
     let accessInterval: Int64
+    /// This session's counts; `lifetimeCounters` adds those saved by earlier sessions.
     var counters = BlobCache.Counters()
+    var savedCounters = BlobCache.Counters()
+    var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
     init(directory: FilePath, store: BlobStore, journal: JournalFile, limits: BlobCache.Limits,
          clock: any CacheClock, accessInterval: Int64) {

@@ -30,7 +30,7 @@ extension BlobCache {
 extension CacheEngine {
     /// Full compaction: expiry sweep, dangling files and temporaries, all dead pack space,
     /// optional re-encoding, and a journal rewrite. Safe to kill at any point.
-    func compact(recompressingTo codec: Codec?, rawCodec: Codec) throws -> BlobCache.CompactionReport {
+    func compact(recompressingTo codec: Codec?) throws -> BlobCache.CompactionReport {
         var report = BlobCache.CompactionReport()
         report.journalBytesBefore = Int(journal.size)
         report.journalRecordsBefore = journal.recordCount

@@ -40,7 +40,7 @@ extension BlobCache {
         }
     }
 
-    /// Operation counts since the cache was opened.
+    /// Operation counts over the cache's life (saved in `DIR/stats` at each clean close).
     public struct Counters: Sendable, Equatable, Codable {
         public var hits = 0
         public var misses = 0
@@ -111,7 +111,7 @@ extension CacheEngine {
             storedBytes: index.storedBytes, entryLogicalBytes: index.entryLogicalBytes,
             pinnedEntries: index.pinnedEntries, deadPackBytes: deadPackBytes, journalBytes: Int(journal.size),
             journalRecords: journal.recordCount, redundantJournalRecords: redundantRecords,
-            limits: limits, counters: counters)
+            limits: limits, counters: lifetimeCounters)
     }
 
     func info(at slot: Int32) -> BlobCache.EntryInfo {

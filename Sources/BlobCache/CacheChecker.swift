@@ -1,0 +1,226 @@
+import Dispatch
+import SystemPackage
+import Synchronization
+
+extension BlobCache {
+    /// Checks a cache directory like `git fsck`: the journal's header and framing, every blob's
+    /// name, placement, header, length, checksum, decoding and digest, entries whose blob is
+    /// missing, dangling blobs, temporary and unknown files, recorded sizes and the limits.
+    /// It reads the journal itself, before any repair an open would make, so it reports what
+    /// is there; with `options.repair` it then fixes everything it reported and checks again.
+    ///
+    ///     let report = try BlobCache.check(directory: "/var/cache/app")
+    ///     report.findings.forEach { print($0) }
+    public static func check(directory: String, options: CheckOptions = CheckOptions()) throws -> CheckReport {
+        let path = FilePath(directory)
+        guard FileIO.isDirectory(path) else {
+            throw BlobCacheError.directoryUnusable(path: directory, reason: "it is not a directory")
+        }
+        let lock = try DirectoryLock.acquire(in: path, wait: options.waitForLock)
+        defer { lock.release() }
+        let limits = try options.limits ?? defaultLimits(in: directory)
+        var report = CacheChecker.run(directory: path, limits: limits, fast: options.fast)
+        if options.repair && !report.findings.isEmpty {
+            try CacheChecker.repair(path, findings: report.findings, limits: limits)
+            report.repaired = true
+            report.errorsLeft = CacheChecker.run(directory: path, limits: limits, fast: options.fast).errors
+        }
+        return report
+    }
+}
+
+/// One pass of checks over a locked cache directory.
+struct CacheChecker {
+    let directory: FilePath
+    let limits: BlobCache.Limits
+    let fast: Bool
+    private var report = BlobCache.CheckReport()
+
+    init(directory: FilePath, limits: BlobCache.Limits, fast: Bool) {
+        self.directory = directory
+        self.limits = limits
+        self.fast = fast
+    }
+
+    private mutating func error(_ problem: String, _ subject: String, _ path: FilePath, _ detail: String) {
+        report.findings.append(.init(severity: .error, problem: problem, subject: subject, path: path.string, detail: detail))
+    }
+
+    private mutating func note(_ problem: String, _ subject: String, _ path: FilePath, _ detail: String) {
+        report.findings.append(.init(severity: .note, problem: problem, subject: subject, path: path.string, detail: detail))
+    }
+
+    /// Runs every check once.
+    static func run(directory: FilePath, limits: BlobCache.Limits, fast: Bool) -> BlobCache.CheckReport {
+        var checker = CacheChecker(directory: directory, limits: limits, fast: fast)
+        return checker.run()
+    }
+
+    private mutating func run() -> BlobCache.CheckReport {
+        let index = checkJournal()
+        let objects = directory.appending("objects"), packs = directory.appending("packs")
+        let scan = DirectoryScan(objects: objects, packs: packs)
+        for path in scan.unknownFiles {
+            error("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file")
+        }
+        for path in scan.temporaryFiles { note("stale-temp", "-", path, "temporary file left by a writer") }
+        for path in scan.emptyShardDirectories { note("empty-shard", "-", path, "empty shard directory") }
+        checkLooseBlobs(scan.looseBlobs, index: index)
+        checkPacks(scan.segments, index: index, packs: packs)
+        if let index { checkTotals(index) }
+        report.findings.sort { ($0.severity == .error ? 0 : 1, $0.problem, $0.path) < ($1.severity == .error ? 0 : 1, $1.problem, $1.path) }
+        return report
+    }
+
+    /// Replays the journal as an open would, reporting damage instead of repairing it.
+    private mutating func checkJournal() -> CacheIndex? {
+        let path = directory.appending("journal")
+        guard let image = try? FileIO.readWholeFile(path) else {
+            error("journal-missing", "-", path, "no journal: keys cannot be known")
+            return nil
+        }
+        let header: JournalFormat.Header
+        switch image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) {
+        case .success(let parsed): header = parsed
+        case .failure(.damaged(let reason)):
+            error("journal-bad-header", "-", path, reason)
+            return nil
+        case .failure(.newerVersion(let version)):
+            error("journal-bad-header", "-", path, "format version \(version) is newer than this tool")
+            return nil
+        }
+        var index = CacheIndex()
+        let walk = image.withUnsafeBytes { JournalReader.walk($0, salt: header.salt) { record, _ in index.apply(record) } }
+        switch walk.end {
+        case .clean: break
+        case .tornTail(let validEnd):
+            error("journal-torn-tail", "-", path, "last record cut short at byte \(validEnd) (\(image.count - validEnd) bytes)")
+        case .corrupt(let offset, let reason):
+            error("journal-checksum", "-", path, "\(reason) at byte \(offset); records after it are not trusted")
+        }
+        report.entriesChecked = index.entryCount
+        return index
+    }
+
+    private mutating func checkLooseBlobs(_ blobs: [(id: BlobID, path: FilePath)], index: CacheIndex?) {
+        // Verify on every core: MD5 and decompression dominate.
+        let results = Mutex([Int: (BlobDamage?, Int, LooseBlobFormat.Header?)]())
+        let fast = self.fast
+        DispatchQueue.concurrentPerform(iterations: blobs.count) { n in
+            let outcome = Self.verifyLoose(blobs[n].id, at: blobs[n].path, fast: fast)
+            results.withLock { $0[n] = outcome }
+        }
+        let outcomes = results.withLock { $0 }
+        var seen = Set<BlobID>()
+        for (n, blob) in blobs.enumerated() {
+            let (damage, size, header) = outcomes[n]!
+            report.blobsChecked += 1
+            report.bytesChecked += size
+            seen.insert(blob.id)
+            let indexed = index?.blob(blob.id)
+            if let damage {
+                error("blob-corrupt", blob.id.hex, blob.path, "\(damage.kind): \(damage.detail)")
+                continue
+            }
+            guard let indexed, case .loose = indexed.info.place else {
+                if index != nil { note("dangling-blob", blob.id.hex, blob.path, "no entry refers to it") }
+                continue
+            }
+            if let header, header.payloadLength != indexed.info.payloadLength || header.codec != indexed.info.codec {
+                error("size-mismatch", blob.id.hex, blob.path,
+                      "journal records \(indexed.info.payloadLength) stored bytes (\(indexed.info.codec.name)), file has \(header.payloadLength) (\(header.codec.name))")
+            }
+        }
+        guard let index else { return }
+        let objects = directory.appending("objects")
+        for (key, slot) in index.slotOfKey {
+            let id = index.entry(at: slot).blob
+            if case .loose = index.blob(id)!.info.place, !seen.contains(id) {
+                error("missing-blob", Self.printable(key), BlobStore.loosePath(of: id, in: objects), "entry's blob \(id) is missing")
+            }
+        }
+    }
+
+    /// (damage, bytes read, header) for one loose blob file.
+    private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
+        guard let file = try? FileIO.readWholeFile(path) else { return (.missing("unreadable"), 0, nil) }
+        return file.withUnsafeBytes { bytes in
+            let header = try? LooseBlobFormat.parseHeader(bytes).get()
+            switch LooseBlobFormat.decode(file: bytes, expecting: nil) {
+            case .failure(let damage): return (damage, bytes.count, header)
+            case .success(let value):
+                if !fast, BlobID(hashing: value) != id {
+                    return (.digest("content hashes to \(BlobID(hashing: value)), not its name"), bytes.count, header)
+                }
+                return (nil, bytes.count, header)
+            }
+        }
+    }
+
+    private mutating func checkPacks(_ segments: [(number: UInt32, path: FilePath)], index: CacheIndex?, packs: FilePath) {
+        var present = Set<UInt32>()
+        for (number, path) in segments {
+            guard let image = try? FileIO.readWholeFile(path) else { continue }
+            present.insert(number)
+            if let problem = image.withUnsafeBytes({ PackFormat.checkSegmentHeader($0, number: number) }) {
+                error("pack-corrupt", "-", path, problem)
+                continue
+            }
+            guard let index else { continue }
+            image.withUnsafeBytes { bytes in
+                for (id, blob) in index.blobs {
+                    guard case .packed(number, let offset) = blob.info.place else { continue }
+                    report.blobsChecked += 1
+                    report.bytesChecked += blob.info.footprint
+                    let at = "\(path.string)@\(offset)"
+                    guard Int(offset) + blob.info.footprint <= bytes.count else {
+                        error("pack-record-corrupt", id.hex, FilePath(at), "record runs past the end of the segment")
+                        continue
+                    }
+                    let record = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset) + blob.info.footprint])
+                    switch PackFormat.decode(record: record, expecting: blob.info) {
+                    case .failure(let damage):
+                        error("pack-record-corrupt", id.hex, FilePath(at), "\(damage.kind): \(damage.detail)")
+                    case .success(let value):
+                        if !fast, BlobID(hashing: value) != id {
+                            error("pack-record-corrupt", id.hex, FilePath(at), "digest: content hashes to \(BlobID(hashing: value))")
+                        }
+                    }
+                }
+            }
+        }
+        guard let index else { return }
+        for (key, slot) in index.slotOfKey {
+            let id = index.entry(at: slot).blob
+            if case .packed(let number, _) = index.blob(id)!.info.place, !present.contains(number) {
+                error("missing-blob", Self.printable(key), packs.appending(PackFormat.fileName(of: number)),
+                      "entry's blob \(id) is in a missing pack segment")
+            }
+        }
+    }
+
+    private mutating func checkTotals(_ index: CacheIndex) {
+        let journal = directory.appending("journal")
+        if let max = limits.maxStoredBytes, index.storedBytes > max {
+            error("over-limit", "-", journal, "\(index.storedBytes) stored bytes exceed the limit of \(max)")
+        }
+        if let max = limits.maxEntries, index.entryCount > max {
+            error("over-limit", "-", journal, "\(index.entryCount) entries exceed the limit of \(max)")
+        }
+    }
+
+    /// A key as fsck prints it: tab, newline and backslash escaped, like `blobcache ls`.
+    static func printable(_ key: String) -> String {
+        var out = ""
+        for character in key {
+            switch character {
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\\": out += "\\\\"
+            case "\u{0}": out += "\\0"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

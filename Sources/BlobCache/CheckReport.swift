@@ -1,0 +1,56 @@
+extension BlobCache {
+    /// One problem `check` found, as `blobcache fsck` prints it:
+    /// `<problem-id> <blob id or key> <path>: <detail>`.
+    public struct Finding: Sendable, Equatable, Codable, CustomStringConvertible {
+        /// Errors set fsck's exit code; notes are reported only (like `git fsck`'s dangling objects).
+        public enum Severity: String, Sendable, Codable { case error, note }
+
+        public var severity: Severity
+        /// A stable id: see `docs/FSCK.md` for the list.
+        public var problem: String
+        /// The blob id or key concerned (`-` when neither applies).
+        public var subject: String
+        public var path: String
+        public var detail: String
+
+        public var description: String { "\(problem) \(subject) \(path): \(detail)" }
+    }
+
+    /// What `check` found (and, with repair, what it fixed).
+    public struct CheckReport: Sendable, Equatable, Codable {
+        public var findings: [Finding] = []
+        public var entriesChecked = 0
+        public var blobsChecked = 0
+        public var bytesChecked = 0
+        /// Whether a repair ran.
+        public var repaired = false
+        /// Errors still present after the repair (re-checked); empty without repair.
+        public var errorsLeft: [Finding] = []
+
+        public var errors: [Finding] { findings.filter { $0.severity == .error } }
+        public var notes: [Finding] { findings.filter { $0.severity == .note } }
+
+        /// fsck(8)'s exit code: 0 no errors, 1 errors all repaired, 4 errors left.
+        public var exitCode: Int32 {
+            if errors.isEmpty { return 0 }
+            return repaired && errorsLeft.isEmpty ? 1 : 4
+        }
+    }
+
+    /// How `check` works.
+    public struct CheckOptions: Sendable {
+        /// Fix what is found (needs the single-writer lock, like any writer).
+        public var repair = false
+        /// Skip the MD5 of each blob's content (header, length, CRC and decoding still checked).
+        public var fast = false
+        /// Limits to check the totals against; `nil` uses the directory's saved defaults.
+        public var limits: Limits?
+        /// Wait for the lock instead of failing with `inUse`.
+        public var waitForLock = false
+
+        /// Default options: check everything, repair nothing.
+        ///
+        ///     var options = BlobCache.CheckOptions(); options.repair = true
+        public init() {}
+    }
+}

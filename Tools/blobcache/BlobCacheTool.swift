@@ -1,0 +1,35 @@
+import ArgumentParser
+import BlobCache
+import Foundation
+
+/// `blobcache`: store, read, list, check and compact a BlobCache directory.
+@main
+struct BlobCacheTool: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "blobcache",
+        abstract: "A content-addressed, compressed, journaled disk cache.",
+        discussion: """
+            Global options (--dir, --max-size, --max-entries, --pack-threshold) go before or after \
+            the command. DIR defaults to $BLOBCACHE_DIR, else $XDG_CACHE_HOME/blobcache, else \
+            ~/.cache/blobcache. SIZE takes decimal suffixes k, M, G, T (500M = 500,000,000 bytes) \
+            or binary ones Ki, Mi, Gi, Ti (2Gi = 2 x 2^30).
+
+            Exit codes: 0 success; 1 not found (get, rm); 2 error (bad input, I/O, damaged data); \
+            8 the cache cannot be opened (in use by another process, unusable directory); \
+            64 usage error. fsck: 0 clean, 1 errors found and all repaired, 4 errors left, 8 as above.
+            """,
+        subcommands: [Put.self, Get.self, Remove.self, List.self, Stat.self, Import.self, Export.self,
+                      Expire.self, Evict.self, Clear.self, Fsck.self, Compact.self, Config.self])
+
+    /// Runs the tool after moving global options given before the command to after it, so
+    /// `blobcache --dir D get k` and `blobcache get k --dir D` mean the same.
+    static func main() {
+        let arguments = GlobalOptions.hoisted(Array(CommandLine.arguments.dropFirst()))
+        if let first = arguments.first, !first.hasPrefix("-"), first != "help",
+           !configuration.subcommands.contains(where: { $0._commandName == first }) {
+            FileHandle.standardError.write(Data("blobcache: unknown command '\(first)'; see 'blobcache --help'\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        main(arguments)
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import BlobCache
+import Foundation
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write KEY's value to standard output (or -o FILE). Missing or expired: exit 1.")
+
+    @Argument(help: "The key.") var key: String
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write the value to this file instead.", valueName: "FILE")) var output: String?
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        let cache = try global.open()
+        let value = try Failure.running { try cache.bytes(forKey: key) }
+        try Failure.running { try cache.close() }
+        guard let value else {
+            Failure.say("no entry for key '\(Output.escaped(key))'")
+            throw ExitCode(Failure.notFound)
+        }
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: Data(value)) else {
+                Failure.say("cannot write \(output)")
+                throw ExitCode(Failure.error)
+            }
+        } else {
+            FileHandle.standardOutput.write(Data(value))
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import BlobCache
+import Foundation
+
+/// Options every command takes: where the cache is and the limits for this invocation.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .customLong("dir"), help: ArgumentHelp("The cache directory.", valueName: "DIR"))
+    var directory: String?
+
+    @Option(help: ArgumentHelp("Cap on bytes on disk of live blobs, for this invocation (a smaller cap trims at open).", valueName: "SIZE"),
+            transform: Size.parse)
+    var maxSize: Int?
+
+    @Option(help: ArgumentHelp("Cap on entries, for this invocation.", valueName: "N"))
+    var maxEntries: Int?
+
+    @Option(help: ArgumentHelp("Blobs whose stored size is below SIZE go into pack segments; 0 stores every new blob as a loose file.", valueName: "SIZE"),
+            transform: Size.parse)
+    var packThreshold: Int?
+
+    /// The options that take a value, as `hoisted` moves them.
+    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold"]
+
+    /// Moves global options that come before the command to just after it.
+    static func hoisted(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+            guard valued.contains(name) else { break }
+            leading.append(argument)
+            if !argument.contains("="), index + 1 < arguments.count {
+                leading.append(arguments[index + 1])
+                index += 1
+            }
+            index += 1
+        }
+        guard !leading.isEmpty, index < arguments.count else { return arguments }
+        return [arguments[index]] + leading + arguments[(index + 1)...]
+    }
+
+    /// DIR, else $BLOBCACHE_DIR, else $XDG_CACHE_HOME/blobcache, else ~/.cache/blobcache.
+    var resolvedDirectory: String {
+        if let directory { return directory }
+        let environment = ProcessInfo.processInfo.environment
+        if let dir = environment["BLOBCACHE_DIR"], !dir.isEmpty { return dir }
+        if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty { return xdg + "/blobcache" }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/blobcache"
+    }
+
+    /// Opens the cache with this invocation's limits.
+    func open(codec: Codec? = nil) throws -> BlobCache {
+        var configuration = BlobCache.Configuration()
+        configuration.maxStoredBytes = maxSize
+        configuration.maxEntries = maxEntries
+        if let packThreshold { configuration.packThreshold = packThreshold }
+        if let codec { configuration.codec = codec }
+        if let maxEntries, maxEntries <= 0 { throw ValidationError("--max-entries must be positive") }
+        return try Failure.opening { try BlobCache(directory: resolvedDirectory, configuration: configuration) }
+    }
+}
+
+/// The tool's exit codes, and the one-line messages that go with them.
+enum Failure {
+    static let notFound: Int32 = 1
+    static let error: Int32 = 2
+    static let cannotOpen: Int32 = 8
+
+    /// Prints `blobcache: message` on standard error.
+    static func say(_ message: String) {
+        FileHandle.standardError.write(Data("blobcache: \(message)\n".utf8))
+    }
+
+    /// Runs an open: any failure exits 8 with its message.
+    static func opening<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            say("\(error)")
+            throw ExitCode(cannotOpen)
+        }
+    }
+
+    /// Runs a command's work: a library error exits 2 with its message.
+    static func running<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let exit as ExitCode {
+            throw exit
+        } catch let error as BlobCacheError {
+            if case .inUse = error { say("\(error)"); throw ExitCode(cannotOpen) }
+            say("\(error)")
+            throw ExitCode(Failure.error)
+        }
+    }
+}

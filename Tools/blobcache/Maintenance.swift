@@ -1,0 +1,107 @@
+import ArgumentParser
+import BlobCache
+
+struct Expire: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove expired entries.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        let cache = try global.open()
+        let removed = try Failure.running { try cache.removeExpired() }
+        try Failure.running { try cache.close() }
+        print("removed \(removed) expired entries")
+    }
+}
+
+struct Evict: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Evict least recently used entries until stored bytes are at most SIZE (e.g. 500M, 2G).")
+    @Option(name: .customLong("to"), help: ArgumentHelp("The size to trim to.", valueName: "SIZE"), transform: Size.parse)
+    var size: Int
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if size <= 0 { throw ValidationError("--to must be positive") }
+    }
+
+    func run() throws {
+        let cache = try global.open()
+        let before = try Failure.running { try cache.totals() }
+        try Failure.running { try cache.setLimits(.init(maxStoredBytes: size, maxEntries: before.limits.maxEntries)) }
+        let after = try Failure.running { try cache.totals() }
+        try Failure.running { try cache.close() }
+        print("evicted \(before.entries - after.entries) entries; \(after.storedBytes) bytes stored")
+    }
+}
+
+struct Clear: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove every entry (pinned ones only with --include-pinned).")
+    @Flag(help: "Remove pinned entries too.") var includePinned = false
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        let cache = try global.open()
+        let before = try Failure.running { try cache.totals().entries }
+        try Failure.running { try cache.removeAll(includingPinned: includePinned) }
+        let after = try Failure.running { try cache.totals().entries }
+        try Failure.running { try cache.close() }
+        print("removed \(before - after) entries")
+    }
+}
+
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Rewrite the journal to live entries; purge expired entries, dangling blobs, temp files, empty shards and dead pack space.",
+        discussion: "Safe to interrupt at any point (kill -9): the cache opens afterwards with every live entry.")
+    @Option(help: ArgumentHelp("Re-encode every blob stored with another codec: lz4, zlib or none.", valueName: "CODEC"))
+    var recompress: String?
+    @Flag(help: "Print one JSON object.") var json = false
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let recompress, Codec(name: recompress) == nil { throw ValidationError("unknown codec '\(recompress)': use lz4, zlib or none") }
+    }
+
+    func run() throws {
+        let codec = recompress.flatMap(Codec.init(name:))
+        let cache = try global.open(codec: codec)
+        let report = try Failure.running { try cache.compact(recompressingTo: codec) }
+        try Failure.running { try cache.close() }
+        if json { return try Output.json(report) }
+        print("""
+            journal: \(report.journalBytesBefore) -> \(report.journalBytesAfter) bytes (\(report.journalRecordsBefore) -> \(report.journalRecordsAfter) records)
+            reclaimed: \(report.blobBytesReclaimed) blob bytes, \(report.filesDeleted) files (\(report.danglingBlobsDeleted) dangling blobs, \(report.temporaryFilesDeleted) temp files), \(report.emptyDirectoriesRemoved) empty shard directories, \(report.packSegmentsCollected) pack segments
+            expired entries removed: \(report.expiredEntries)
+            blobs recompressed: \(report.blobsRecompressed)
+            """)
+    }
+}
+
+struct Config: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show, or with options save, the cache's default limits (in DIR/config, used by every later open).",
+        discussion: "Use 'none' to remove a limit.")
+    @Option(help: ArgumentHelp("Default cap on stored bytes, or none.", valueName: "SIZE")) var maxSize: String?
+    @Option(help: ArgumentHelp("Default cap on entries, or none.", valueName: "N")) var maxEntries: String?
+    @Option(name: .customLong("dir"), help: ArgumentHelp("The cache directory.", valueName: "DIR")) var directory: String?
+
+    func run() throws {
+        let directory = GlobalOptions.parseOrExit(directory.map { ["--dir", $0] } ?? []).resolvedDirectory
+        var limits = try Failure.running { try BlobCache.defaultLimits(in: directory) }
+        if maxSize != nil || maxEntries != nil {
+            if let maxSize { limits.maxStoredBytes = maxSize == "none" ? nil : try Size.parse(maxSize) }
+            if let maxEntries {
+                guard maxEntries == "none" || (Int(maxEntries) ?? 0) > 0 else {
+                    throw ValidationError("--max-entries takes a positive number or none")
+                }
+                limits.maxEntries = Int(maxEntries)
+            }
+            // Holding the lock keeps this from racing a running writer's open.
+            let cache = try Failure.opening { try BlobCache(directory: directory) }
+            try Failure.running { try BlobCache.saveDefaultLimits(limits, in: directory) }
+            try Failure.running { try cache.close() }
+        }
+        print("max-size: \(limits.maxStoredBytes.map(String.init) ?? "none")")
+        print("max-entries: \(limits.maxEntries.map(String.init) ?? "none")")
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import BlobCache
+import Foundation
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Store FILE (or standard input) under KEY; prints the blob id.")
+
+    @Argument(help: "The key.") var key: String
+    @Argument(help: "The file to store; standard input when omitted.") var file: String?
+    @Option(help: ArgumentHelp("Expire the entry after this many seconds.", valueName: "SECONDS")) var ttl: Double?
+    @Option(help: ArgumentHelp("Codec for a new blob: lz4, zlib or none.", valueName: "CODEC")) var codec: String?
+    @Flag(help: "Pin the entry: never evicted, kept by clear unless --include-pinned.") var pin = false
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if key.isEmpty { throw ValidationError("KEY must not be empty") }
+        if let codec, Codec(name: codec) == nil { throw ValidationError("unknown codec '\(codec)': use lz4, zlib or none") }
+        if let ttl, !(ttl > 0) { throw ValidationError("--ttl must be a positive number of seconds") }
+    }
+
+    func run() throws {
+        let value: Data
+        if let file {
+            guard let contents = FileManager.default.contents(atPath: file) else {
+                Failure.say("cannot read \(file)")
+                throw ExitCode(Failure.error)
+            }
+            value = contents
+        } else {
+            value = FileHandle.standardInput.readDataToEndOfFile()
+        }
+        let cache = try global.open(codec: codec.flatMap(Codec.init(name:)))
+        let expiry = ttl.map { Expiry.after(.milliseconds(Int64($0 * 1000))) }
+        let id = try Failure.running { try cache.set(value, forKey: key, expiry: expiry, pinned: pin) }
+        try Failure.running { try cache.close() }
+        print(id.hex)
+    }
+}

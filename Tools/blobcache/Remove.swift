@@ -1,0 +1,25 @@
+import ArgumentParser
+import BlobCache
+
+struct Remove: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Remove keys. Exit 0 when all existed, 1 when some did not.")
+
+    @Argument(help: "The keys.") var keys: [String]
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if keys.isEmpty { throw ValidationError("name at least one KEY") }
+    }
+
+    func run() throws {
+        let cache = try global.open()
+        var missing = 0
+        for key in keys where try !Failure.running({ try cache.removeValue(forKey: key) }) {
+            Failure.say("no entry for key '\(Output.escaped(key))'")
+            missing += 1
+        }
+        try Failure.running { try cache.close() }
+        if missing > 0 { throw ExitCode(Failure.notFound) }
+    }
+}
