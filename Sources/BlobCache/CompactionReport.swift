@@ -46,9 +46,12 @@ extension CacheEngine {
             report.blobBytesReclaimed += Int(FileIO.status(path)?.st_size ?? 0)
             if try FileIO.remove(path) { report.temporaryFilesDeleted += 1 }
         }
-        for path in DirectoryScan(objects: store.objects, packs: store.packs).emptyShardDirectories.reversed()
-            where FileIO.removeDirectory(path) {
-            report.emptyDirectoriesRemoved += 1
+        // Leaves first; a shard whose last leaf went is empty on the second pass.
+        for _ in 0..<2 {
+            for path in DirectoryScan(objects: store.objects, packs: store.packs).emptyShardDirectories
+                where FileIO.removeDirectory(path) {
+                report.emptyDirectoriesRemoved += 1
+            }
         }
 
         // Reclaim every dead pack byte: close the newest segment if it holds any, then collect
