@@ -4,16 +4,33 @@
 #include <lz4frame.h>
 #include <string.h>
 
-/* Compresses src into one complete LZ4 frame (content size recorded, no frame checksum: the
- * container carries a CRC-32) with a reused context. Returns the frame size, or 0 when it
- * does not fit in dstCapacity or on error. */
-static inline size_t blobcache_lz4_compress_frame(LZ4F_cctx *cctx, void *dst, size_t dstCapacity,
-                                                  const void *src, size_t srcSize) {
+/* Frame preferences for srcSize bytes: the smallest block size that holds the input (so
+ * neither the bound nor the context's buffers are sized for 4 MB blocks when the value is 4 KB),
+ * independent blocks, content size recorded, autoflush (no internal buffering), no frame
+ * checksum (the container carries a CRC-32). */
+static inline LZ4F_preferences_t blobcache_lz4_prefs(size_t srcSize) {
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);
     prefs.frameInfo.contentSize = (unsigned long long)srcSize;
     prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-    prefs.frameInfo.blockSizeID = LZ4F_max4MB;
+    prefs.frameInfo.blockSizeID = srcSize <= (64 << 10) ? LZ4F_max64KB
+                                : srcSize <= (256 << 10) ? LZ4F_max256KB
+                                : srcSize <= (1 << 20) ? LZ4F_max1MB : LZ4F_max4MB;
+    prefs.autoFlush = 1;
+    return prefs;
+}
+
+/* Upper bound of blobcache_lz4_compress_frame's output for srcSize bytes. */
+static inline size_t blobcache_lz4_frame_bound(size_t srcSize) {
+    LZ4F_preferences_t prefs = blobcache_lz4_prefs(srcSize);
+    return LZ4F_compressBound(srcSize, &prefs) + LZ4F_HEADER_SIZE_MAX;
+}
+
+/* Compresses src into one complete LZ4 frame with a reused context. Returns the frame size,
+ * or 0 when it does not fit in dstCapacity or on error. */
+static inline size_t blobcache_lz4_compress_frame(LZ4F_cctx *cctx, void *dst, size_t dstCapacity,
+                                                  const void *src, size_t srcSize) {
+    LZ4F_preferences_t prefs = blobcache_lz4_prefs(srcSize);
     char *out = (char *)dst;
     size_t written = LZ4F_compressBegin(cctx, out, dstCapacity, &prefs);
     if (LZ4F_isError(written)) return 0;
@@ -23,16 +40,6 @@ static inline size_t blobcache_lz4_compress_frame(LZ4F_cctx *cctx, void *dst, si
     n = LZ4F_compressEnd(cctx, out + written, dstCapacity - written, NULL);
     if (LZ4F_isError(n)) return 0;
     return written + n;
-}
-
-/* Upper bound of blobcache_lz4_compress_frame's output for srcSize bytes. */
-static inline size_t blobcache_lz4_frame_bound(size_t srcSize) {
-    LZ4F_preferences_t prefs;
-    memset(&prefs, 0, sizeof prefs);
-    prefs.frameInfo.blockSizeID = LZ4F_max4MB;
-    prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-    prefs.frameInfo.contentSize = 1;
-    return LZ4F_compressBound(srcSize, &prefs) + LZ4F_HEADER_SIZE_MAX;
 }
 
 /* Decodes one LZ4 frame that must expand to exactly dstSize bytes and use all of src.

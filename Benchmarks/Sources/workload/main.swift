@@ -1,0 +1,259 @@
+// workload: runs the standard workloads W1–W5 (../shared/bench/README.md) against BlobCache or
+// the raw-filesystem baseline, and prints a table and one JSON line.
+//
+//   swift run -c release --package-path Benchmarks workload [--engine blobcache|rawfs]
+//       [--corpus /tmp/blobcorpus] [--workloads w1,w2,w3,w4,w5] [--codec lz4|zlib|none]
+//       [--pack-threshold BYTES] [--w4-runs N] [--files DIR]
+//
+// --files DIR replays W1 over any directory of files instead of the corpus.
+import BlobCache
+import Foundation
+
+struct Options {
+    var engine = "blobcache"
+    var corpus = "/tmp/blobcorpus"
+    var workloads = ["w1", "w2", "w3", "w4", "w5"]
+    var codec = Codec.lz4
+    var packThreshold: Int?
+    var w4Runs = 5
+    var files: String?
+    var work = NSTemporaryDirectory() + "blobcache-workload-\(getpid())"
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        func value() throws -> String {
+            guard let next = rest.popFirst() else { throw WorkloadError.usage("missing value") }
+            return next
+        }
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--engine": engine = try value()
+            case "--corpus": corpus = try value()
+            case "--workloads": workloads = try value().lowercased().split(separator: ",").map(String.init)
+            case "--codec":
+                let name = try value()
+                guard let parsed = Codec(name: name) else { throw WorkloadError.usage("unknown codec \(name)") }
+                codec = parsed
+            case "--pack-threshold": packThreshold = Int(try value())
+            case "--w4-runs": w4Runs = Int(try value()) ?? 5
+            case "--files": files = try value()
+            case "--work": work = try value()
+            default: throw WorkloadError.usage("unknown argument \(argument); see the comment at the top of main.swift")
+            }
+        }
+    }
+}
+
+/// One measured phase.
+struct Measurement: Encodable {
+    let workload: String
+    let ops: Int
+    let seconds: Double
+    let bytes: Int
+    var hitRatio: Double?
+    var opsPerSecond: Double { Double(ops) / seconds }
+    var megabytesPerSecond: Double { Double(bytes) / 1e6 / seconds }
+
+    enum CodingKeys: String, CodingKey { case workload, ops, seconds, bytes, hitRatio, opsPerSecond, megabytesPerSecond }
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(workload, forKey: .workload)
+        try container.encode(ops, forKey: .ops)
+        try container.encode(seconds, forKey: .seconds)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encodeIfPresent(hitRatio, forKey: .hitRatio)
+        try container.encode(opsPerSecond, forKey: .opsPerSecond)
+        try container.encode(megabytesPerSecond, forKey: .megabytesPerSecond)
+    }
+}
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+func freshDirectory(_ base: String, _ name: String) -> String {
+    let path = base + "/" + name
+    try? FileManager.default.removeItem(atPath: path)
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil) throws -> Engine {
+    switch options.engine {
+    case "blobcache": return try BlobCacheEngine(directory: directory, maxBytes: maxBytes, codec: options.codec,
+                                                 packThreshold: options.packThreshold)
+    case "rawfs": return try RawFilesystemEngine(directory: directory)
+    default: throw WorkloadError.usage("unknown engine \(options.engine)")
+    }
+}
+
+/// Puts every (key, value), then gets every key, timing each phase.
+func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int) -> UnsafeRawBufferPointer) throws -> [Measurement] {
+    let engine = try makeEngine(options, directory: freshDirectory(options.work, name))
+    var bytes = 0
+    let putStart = now()
+    for index in keys.indices {
+        let slice = value(index)
+        try engine.put(slice, key: keys[index])
+        bytes += slice.count
+    }
+    let putSeconds = now() - putStart
+    var read = 0
+    let getStart = now()
+    for key in keys { read += try engine.get(key) ?? 0 }
+    let getSeconds = now() - getStart
+    try engine.close()
+    precondition(read == bytes, "\(name): read \(read) bytes, wrote \(bytes)")
+    return [Measurement(workload: "\(name).put", ops: keys.count, seconds: putSeconds, bytes: bytes),
+            Measurement(workload: "\(name).get", ops: keys.count, seconds: getSeconds, bytes: read)]
+}
+
+func run(_ options: Options) throws -> [Measurement] {
+    var results: [Measurement] = []
+    let needsCorpus = options.workloads.contains { $0 == "w1" || $0 == "w5" } && options.files == nil
+    let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
+    for workload in options.workloads {
+        switch workload {
+        case "w1":
+            if let files = options.files {
+                let paths = (FileManager.default.enumerator(atPath: files)?.allObjects as? [String] ?? [])
+                    .filter { FileManager.default.isReadableFile(atPath: files + "/" + $0) }.sorted()
+                var flat: [UInt8] = [], offsets: [Int] = [0]
+                for path in paths {
+                    flat += FileManager.default.contents(atPath: files + "/" + path).map(Array.init) ?? []
+                    offsets.append(flat.count)
+                }
+                try flat.withUnsafeBytes { all in
+                    results += try putThenGet("W1", options, keys: paths) {
+                        UnsafeRawBufferPointer(rebasing: all[offsets[$0]..<offsets[$0 + 1]])
+                    }
+                }
+            } else {
+                let corpus = corpus!
+                try corpus.concat.withUnsafeBytes { all in
+                    results += try putThenGet("W1", options, keys: corpus.files.map(\.path)) { index in
+                        let file = corpus.files[index]
+                        return UnsafeRawBufferPointer(rebasing: all[file.offset..<file.offset + file.size])
+                    }
+                }
+            }
+        case "w2", "w3":
+            let (file, size, count) = workload == "w2" ? ("synth_4k.bin", 4096, 10_000) : ("synth_1m.bin", 1 << 20, 1000)
+            let blobs = try Corpus.blobs(options.corpus + "/" + file, size: size, count: count)
+            let keys = blobs.map(md5Hex)
+            let flat = blobs.flatMap { $0 }
+            try flat.withUnsafeBytes { all in
+                results += try putThenGet(workload.uppercased(), options, keys: keys) {
+                    UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
+                }
+            }
+        case "w4":
+            guard options.engine == "blobcache" else { continue }
+            results.append(try w4(options))
+        case "w5":
+            guard options.engine == "blobcache" else { continue }
+            results.append(try w5(options, corpus: corpus!))
+        default:
+            throw WorkloadError.usage("unknown workload \(workload)")
+        }
+    }
+    return results
+}
+
+/// W4: a cache of 100,000 × 4 KiB entries; open it and get the middle key in a fresh process.
+func w4(_ options: Options) throws -> Measurement {
+    let directory = freshDirectory(options.work, "W4")
+    let blobs = try Corpus.blobs(options.corpus + "/synth_4k.bin", size: 4096, count: 100_000)
+    let keys = blobs.map(md5Hex)
+    let engine = try makeEngine(options, directory: directory)
+    for (key, blob) in zip(keys, blobs) { try blob.withUnsafeBytes { try engine.put($0, key: key) } }
+    try engine.close()
+    var samples: [Double] = []
+    for _ in 0..<options.w4Runs {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["w4-open", directory, keys[keys.count / 2]]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard let seconds = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw WorkloadError.usage("w4-open said: \(output)")
+        }
+        samples.append(seconds)
+    }
+    samples.sort()
+    return Measurement(workload: "W4.open+get", ops: 1, seconds: samples[samples.count / 2], bytes: 4096)
+}
+
+/// The child side of W4: open, get one key, print the seconds it took.
+func w4Open(directory: String, key: String) throws {
+    let start = now()
+    let cache = try BlobCache(directory: directory)
+    guard try cache.bytes(forKey: key)?.count == 4096 else { throw WorkloadError.usage("W4 key missing") }
+    let seconds = now() - start
+    print(seconds)
+}
+
+/// W5: LRU cap at 25% of the corpus bytes, replaying the zipfian 90/10 trace.
+func w5(_ options: Options, corpus: Corpus) throws -> Measurement {
+    let cap = corpus.files.reduce(0) { $0 + $1.size } / 4
+    let engine = try makeEngine(options, directory: freshDirectory(options.work, "W5"), maxBytes: cap)
+    let trace = try Corpus.trace(options.corpus + "/w5_trace.tsv")
+    var hits = 0, gets = 0, bytes = 0
+    var start = now()
+    try corpus.concat.withUnsafeBytes { all in
+        for (n, op) in trace.ops.enumerated() {
+            if n == trace.warmup { start = now(); hits = 0; gets = 0; bytes = 0 }
+            let file = corpus.files[op.index]
+            if op.put {
+                try engine.put(UnsafeRawBufferPointer(rebasing: all[file.offset..<file.offset + file.size]), key: file.path)
+                bytes += file.size
+            } else {
+                gets += 1
+                if let read = try engine.get(file.path) { hits += 1; bytes += read }
+            }
+        }
+    }
+    let seconds = now() - start
+    try engine.close()
+    var measurement = Measurement(workload: "W5", ops: trace.ops.count - trace.warmup, seconds: seconds, bytes: bytes)
+    measurement.hitRatio = Double(hits) / Double(max(1, gets))
+    return measurement
+}
+
+func peakRSSKilobytes() -> Int {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return usage.ru_maxrss
+}
+
+do {
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments.first == "w4-open", arguments.count == 3 {
+        try w4Open(directory: arguments[1], key: arguments[2])
+        exit(0)
+    }
+    let options = try Options(arguments)
+    try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: options.work) }
+    let results = try run(options)
+    print("engine: \(options.engine)   codec: \(options.codec)   corpus: \(options.files ?? options.corpus)")
+    print("workload        ops      seconds      ops/s       MB/s   hit ratio")
+    for result in results {
+        print(String(format: "%-12@ %7d %11.4f %10.0f %10.1f   %@", result.workload as NSString, result.ops, result.seconds,
+                     result.opsPerSecond, result.megabytesPerSecond, (result.hitRatio.map { String(format: "%.3f", $0) } ?? "") as NSString))
+    }
+    let rss = peakRSSKilobytes()
+    print("peak RSS: \(rss / 1024) MiB (includes the corpus held in memory)")
+    struct Line: Encodable { let engine: String; let codec: String; let peakRSSKiB: Int; let results: [Measurement] }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    print(String(decoding: try encoder.encode(Line(engine: options.engine, codec: "\(options.codec)", peakRSSKiB: rss, results: results)), as: UTF8.self))
+} catch {
+    FileHandle.standardError.write(Data("workload: \(error)\n".utf8))
+    exit(2)
+}
