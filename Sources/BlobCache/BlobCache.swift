@@ -241,11 +241,22 @@ public final class BlobCache: Sendable {
     }
 
     private func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
-        let id = knownID ?? BlobID(hashing: raw)
-        if try withEngine({ try $0.setExisting(key: key, id: id, expiry: nil, expiryRule: expiry, pinned: pinned) }) {
-            return id
+        let prepared: PreparedBlob
+        if knownID == nil && raw.count >= Parallel.threshold {
+            // Large: hash and compress at once on two cores; a duplicate wastes one compression.
+            prepared = BlobStore.hashAndPrepare(raw, codec: codec, packThreshold: packThreshold)
+            if try withEngine({ try $0.setExisting(key: key, id: prepared.id, expiry: nil, expiryRule: expiry, pinned: pinned) }) {
+                return prepared.id
+            }
+        } else {
+            // Small: hash first, so a duplicate costs no compression at all.
+            let id = knownID ?? BlobID(hashing: raw)
+            if try withEngine({ try $0.setExisting(key: key, id: id, expiry: nil, expiryRule: expiry, pinned: pinned) }) {
+                return id
+            }
+            prepared = BlobStore.prepare(raw, id: id, codec: codec, packThreshold: packThreshold)
         }
-        let prepared = BlobStore.prepare(raw, id: id, codec: codec, packThreshold: packThreshold)
+        let id = prepared.id
         let limit = try withEngine { $0.limits.maxStoredBytes }
         let footprint = prepared.image.count
         if let limit, footprint > limit { throw BlobCacheError.valueTooLarge(storedBytes: footprint, limit: limit) }

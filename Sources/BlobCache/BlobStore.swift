@@ -85,21 +85,37 @@ final class BlobStore: @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Hashes nothing (the id is given): encodes `value` and builds its on-disk image.
+    /// Encodes `value` and builds its on-disk image for the blob `id`.
     static func prepare(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec, packThreshold: Int) -> PreparedBlob {
-        let headroom = PackFormat.recordHeaderSize
-        let encoded = Compression.encode(value, codec: codec, headroom: headroom)
+        frame(encode(value, codec: codec), id: id, rawLength: value.count, packThreshold: packThreshold)
+    }
+
+    /// Compresses `value` with room for either header in front.
+    static func encode(_ value: UnsafeRawBufferPointer, codec: Codec) -> Compression.Encoded {
+        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize)
+    }
+
+    /// Hashes and compresses `value`, on two cores when it is large.
+    static func hashAndPrepare(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int) -> PreparedBlob {
+        guard value.count >= Parallel.threshold else {
+            return prepare(value, id: BlobID(hashing: value), codec: codec, packThreshold: packThreshold)
+        }
+        let (id, encoded) = Parallel.both({ BlobID(hashing: value) }, { encode(value, codec: codec) })
+        return frame(encoded, id: id, rawLength: value.count, packThreshold: packThreshold)
+    }
+
+    /// Places an encoded blob by its stored size and writes the matching header.
+    static func frame(_ encoded: Compression.Encoded, id: BlobID, rawLength: Int, packThreshold: Int) -> PreparedBlob {
         let packed = encoded.payloadCount + PackFormat.recordHeaderSize < packThreshold
             && encoded.payloadCount <= Int(UInt32.max)
         var image = encoded.buffer
         if packed {
-            PackFormat.writeRecordHeader(into: &image, id: id, codec: encoded.tag, rawLength: value.count)
+            PackFormat.writeRecordHeader(into: &image, id: id, codec: encoded.tag, rawLength: rawLength)
         } else {
-            let skip = headroom - LooseBlobFormat.headerSize
-            image.removeFirst(skip)
-            LooseBlobFormat.writeHeader(into: &image, at: 0, codec: encoded.tag, rawLength: value.count)
+            image.removeFirst(PackFormat.recordHeaderSize - LooseBlobFormat.headerSize)
+            LooseBlobFormat.writeHeader(into: &image, at: 0, codec: encoded.tag, rawLength: rawLength)
         }
-        return PreparedBlob(id: id, rawLength: value.count, codec: encoded.tag,
+        return PreparedBlob(id: id, rawLength: rawLength, codec: encoded.tag,
                             payloadLength: encoded.payloadCount, image: image, packed: packed)
     }
 

@@ -63,9 +63,14 @@ enum LooseBlobFormat {
             return .failure(.sizeMismatch("header says \(header.rawLength) bytes of value, index says \(info.rawLength)"))
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
-        let crc = CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload)
+        let checksum = { CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload) }
+        let decode = { Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) }
+        // A large blob is checksummed and decoded at once on two cores; the bytes are returned
+        // only if both pass (decoding damaged input is memory-safe, its result is discarded).
+        let (crc, value) = payload.count >= Parallel.threshold && header.codec != .none
+            ? Parallel.both(checksum, decode) : (checksum(), nil)
         guard crc == header.crc else { return .failure(.checksum("CRC mismatch")) }
-        guard let value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) else {
+        guard let value = value ?? decode() else {
             return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
         }
         return .success(value)
