@@ -66,7 +66,7 @@ extension CacheEngine {
         let active = store.activeSegmentNumber
         var victims: [UInt32] = []
         for (number, size) in store.segmentSizes where number != active {
-            let live = index.liveBytesBySegment[number] ?? 0
+            let live = index.liveBytes(inSegment: number)
             let payload = Int(size) - PackFormat.segmentHeaderSize
             if payload <= 0 || Double(payload - live) >= minimumDeadFraction * Double(payload) { victims.append(number) }
         }

@@ -27,6 +27,9 @@ extension CacheEngine {
             case .failure(.damaged(let reason)):
                 rebuild = reason
             case .success(let header):
+                // A set record is 90 bytes or more: reserve for that many entries up front, so
+                // replay never rehashes (at worst the tables are 1.5x larger than needed).
+                index.reserveCapacity(image.count / 64)
                 let walk = image.withUnsafeBytes { bytes in
                     JournalReader.walk(bytes, salt: header.salt) { record, _ in index.apply(record) }
                 }

@@ -37,11 +37,18 @@ struct CacheIndex {
     private(set) var pinnedEntries = 0
     /// Sum of every entry's value size (shared blobs counted per entry): for dedup savings.
     private(set) var entryLogicalBytes = 0
-    /// Live pack bytes per segment, to find segments worth collecting.
-    private(set) var liveBytesBySegment: [UInt32: Int] = [:]
+    /// Live pack bytes per segment (indexed by segment number), to find segments worth collecting.
+    private var liveBytesBySegment: [Int] = []
     private(set) var livePackedBytes = 0
 
     var entryCount: Int { slotOfKey.count }
+
+    /// Makes room for about `count` entries and blobs, so replay does not rehash as it grows.
+    mutating func reserveCapacity(_ count: Int) {
+        slotOfKey.reserveCapacity(count)
+        blobs.reserveCapacity(count)
+        entries.reserveCapacity(count)
+    }
     var blobCount: Int { blobs.count }
 
     // MARK: Lookup
@@ -85,10 +92,6 @@ struct CacheIndex {
         // Retain first: when the key already holds this blob, releasing the old entry first
         // would drop the blob's last reference and delete it.
         retain(record.blob, pinned: record.pinned)
-        var released: BlobInfo?
-        if let existing = slotOfKey[record.key] {
-            released = remove(slot: existing)
-        }
         let entry = Entry(key: record.key, blob: record.blob.id, created: record.created, expiry: record.expiry,
                           access: record.access, pinned: record.pinned, orderJournaled: orderJournaled,
                           journaledAccess: record.access)
@@ -100,18 +103,24 @@ struct CacheIndex {
             slot = Int32(entries.count)
             entries.append(entry)
         }
-        slotOfKey[record.key] = slot
         entryLogicalBytes += record.blob.rawLength
         if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
-        return released
+        // One hash for the key whether it is new or replaced.
+        guard let replaced = slotOfKey.updateValue(slot, forKey: record.key) else { return nil }
+        return detach(slot: replaced)
     }
 
     /// Drops the entry in `slot`; returns its blob if that was the last reference.
     @discardableResult
     mutating func remove(slot: Int32) -> BlobInfo? {
+        slotOfKey[entries[Int(slot)].key] = nil
+        return detach(slot: slot)
+    }
+
+    /// Frees a slot the key map no longer points at: LRU link, counts, blob reference.
+    private mutating func detach(slot: Int32) -> BlobInfo? {
         let entry = entries[Int(slot)]
         if entry.pinned { pinnedEntries -= 1 } else { unlink(slot) }
-        slotOfKey[entry.key] = nil
         entryLogicalBytes -= blobs[entry.blob]!.info.rawLength
         entries[Int(slot)].key = ""
         freeSlots.append(slot)
@@ -165,20 +174,25 @@ struct CacheIndex {
     // MARK: Private
 
     private mutating func retain(_ info: BlobInfo, pinned: Bool) {
-        if var blob = blobs[info.id] {
-            blob.references += 1
-            if pinned {
-                if blob.pinnedReferences == 0 { pinnedStoredBytes += blob.info.footprint }
-                blob.pinnedReferences += 1
-            }
-            blobs[info.id] = blob
-        } else {
-            blobs[info.id] = Blob(info: info, references: 1, pinnedReferences: pinned ? 1 : 0)
+        // One hash: the default-subscript modify finds or inserts in place.
+        let (isNew, pinnedFootprint) = Self.addReference(
+            to: &blobs[info.id, default: Blob(info: info, references: 0, pinnedReferences: 0)], pinned: pinned)
+        if isNew {
             logicalBytes += info.rawLength
             storedBytes += info.footprint
-            if pinned { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
         }
+        pinnedStoredBytes += pinnedFootprint
+    }
+
+    /// Counts one more reference; says whether the blob is new, and the footprint that became
+    /// pinned (0 unless this is its first pinned reference).
+    private static func addReference(to blob: inout Blob, pinned: Bool) -> (isNew: Bool, pinnedFootprint: Int) {
+        let isNew = blob.references == 0
+        blob.references += 1
+        guard pinned else { return (isNew, 0) }
+        blob.pinnedReferences += 1
+        return (isNew, blob.pinnedReferences == 1 ? blob.info.footprint : 0)
     }
 
     private mutating func release(_ id: BlobID, pinned: Bool) -> BlobInfo? {
@@ -199,11 +213,18 @@ struct CacheIndex {
         return blob.info
     }
 
+    /// Bytes of live records in pack segment `number`.
+    func liveBytes(inSegment number: UInt32) -> Int {
+        Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0
+    }
+
     private mutating func accountPack(_ info: BlobInfo, sign: Int) {
         guard case .packed(let segment, _) = info.place else { return }
-        liveBytesBySegment[segment, default: 0] += sign * info.footprint
+        if Int(segment) >= liveBytesBySegment.count {
+            liveBytesBySegment.append(contentsOf: repeatElement(0, count: Int(segment) + 1 - liveBytesBySegment.count))
+        }
+        liveBytesBySegment[Int(segment)] += sign * info.footprint
         livePackedBytes += sign * info.footprint
-        if liveBytesBySegment[segment] == 0 { liveBytesBySegment[segment] = nil }
     }
 
     private mutating func linkNewest(_ slot: Int32) {

@@ -62,3 +62,30 @@ enum CodecTag: UInt8, Sendable {
         }
     }
 }
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension Codec {
+    /// Compresses `bytes` the way the cache compresses a payload; `nil` when the result would not
+    /// be smaller (the cache then stores the bytes raw) or for `.none`.
+    ///
+    ///     let payload = Codec.lz4.compress(bytes)
+    public func compress(_ bytes: some ContiguousBytes) -> [UInt8]? {
+        bytes.withUnsafeBytes { raw in
+            let encoded = Compression.encode(raw, codec: self, headroom: 0)
+            return encoded.tag == .none ? nil : encoded.buffer
+        }
+    }
+
+    /// Decompresses a payload this codec made back to exactly `originalCount` bytes; `nil` when
+    /// it is damaged or does not expand to that length.
+    ///
+    ///     let bytes = Codec.lz4.decompress(payload, originalCount: 4096)
+    public func decompress(_ payload: some ContiguousBytes, originalCount: Int) -> [UInt8]? {
+        payload.withUnsafeBytes { Compression.decode($0, tag: tag, rawCount: originalCount) }
+    }
+}

@@ -58,13 +58,13 @@ extension CacheEngine {
         // every closed segment with dead records.
         let deadBefore = deadPackBytes
         if let newest = store.activeSegmentNumber,
-           Int(store.segmentSizes[newest] ?? 0) - PackFormat.segmentHeaderSize > (index.liveBytesBySegment[newest] ?? 0) {
+           Int(store.segmentSizes[newest] ?? 0) - PackFormat.segmentHeaderSize > index.liveBytes(inSegment: newest) {
             try store.startSegment()
         }
         report.packSegmentsCollected = try collectPackGarbage(minimumDeadFraction: 1e-9).segments
         report.blobBytesReclaimed += max(0, deadBefore - deadPackBytes)
         for number in store.segmentSizes.keys where number != store.activeSegmentNumber
-            && index.liveBytesBySegment[number] == nil {
+            && index.liveBytes(inSegment: number) == 0 {
             try store.deleteSegment(number)
         }
 

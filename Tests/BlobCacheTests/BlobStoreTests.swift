@@ -124,6 +124,20 @@ struct BlobStoreTests {
         #expect(same(try cache.bytes(forKey: "other"), Samples.random(2000, seed: 9)))
     }
 
+    @Test("large values (hashed and compressed on two cores) round-trip, and damage to them is caught",
+          arguments: [Codec.lz4, .zlib])
+    func largeValues(codec: Codec) throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.codec = codec })
+        let value = Samples.compressible(3 << 20)
+        let id = try cache.set(value, forKey: "big")
+        #expect(id == BlobID(hashing: value))
+        #expect(same(try cache.bytes(forKey: "big"), value))
+        let file = dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))/\(id.hex)")
+        flipByte(file, at: readFile(file).count / 2, mask: 0x10)
+        #expect(throws: BlobCacheError.self) { _ = try cache.bytes(forKey: "big") }
+    }
+
     @Test("a crashed writer's temporary file and a torn pack tail are never read as blobs")
     func crashLeftovers() throws {
         let dir = TemporaryDirectory()
