@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Side-by-side throughput of BlobCache, python-diskcache and a raw-filesystem baseline.
+
+Runs the standard workloads W1-W5 (../shared/bench/README.md) on the same corpus, in
+alternation (the engine order rotates every run), several times, and prints each figure as
+the median of the runs with min-max, and BlobCache's ratio to the others.
+
+    python3 Benchmarks/compare.py                 # 3 runs of W1-W5 (builds what it needs)
+    python3 Benchmarks/compare.py --runs 5 --workloads w2,w3
+    python3 Benchmarks/compare.py --json out.json # also write every sample
+
+It builds the corpus (../shared/bench/make_corpus.py) when missing, installs `diskcache` with
+pip when missing, and builds the Swift workload runner in release mode.
+
+- BlobCache and the raw baseline run in the Swift runner (Benchmarks/Sources/workload): the raw
+  baseline writes each value to a temporary file and renames it into a two-level sharded tree
+  named by the key, and reads it back with open+read (no hashing, no compression, no index).
+- diskcache runs here, in CPython: Cache(directory) with set/get of bytes values (SQLite for
+  values under 32 KB, files above), LRU eviction with size_limit for W5.
+W4 (open a 100,000-entry cache and get one key) is timed inside a fresh process for both caches.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "bench")
+
+
+def ensure_diskcache():
+    try:
+        import diskcache  # noqa: F401
+    except ImportError:
+        print("compare: installing diskcache with pip", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "diskcache"], check=True)
+
+
+def ensure_corpus(corpus):
+    if os.path.exists(os.path.join(corpus, "w5_trace.tsv")):
+        return
+    print(f"compare: building the corpus in {corpus} (a few minutes, once)", file=sys.stderr)
+    subprocess.run([sys.executable, os.path.join(SHARED, "make_corpus.py"), "--out", corpus], check=True)
+
+
+def build_runner():
+    subprocess.run(["swift", "build", "-c", "release", "--package-path", HERE, "--product", "workload"],
+                   check=True, stdout=subprocess.DEVNULL)
+    path = subprocess.run(["swift", "build", "-c", "release", "--package-path", HERE, "--show-bin-path"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    return os.path.join(path, "workload")
+
+
+# ---------------------------------------------------------------- corpus access (diskcache side)
+
+class Corpus:
+    def __init__(self, directory):
+        self.directory = directory
+        with open(os.path.join(directory, "manifest.tsv")) as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][1:]
+        self.files = [(path, int(offset), int(size)) for path, size, offset, _ in rows]
+        with open(os.path.join(directory, "concat.bin"), "rb") as f:
+            self.concat = f.read()
+
+    def value(self, index):
+        _, offset, size = self.files[index]
+        return self.concat[offset:offset + size]
+
+    def trace(self):
+        warmup, ops = 0, []
+        with open(os.path.join(self.directory, "w5_trace.tsv")) as f:
+            for line in f:
+                if line.startswith("#"):
+                    fields = line[1:].split()
+                    if fields and fields[0] == "warmup":
+                        warmup = int(fields[-1])
+                    continue
+                kind, index = line.rstrip("\n").split("\t")
+                ops.append((kind == "P", int(index)))
+        return warmup, ops
+
+
+def md5_hex(data):
+    import hashlib
+    return hashlib.md5(data).hexdigest()
+
+
+def measure(name, ops, seconds, nbytes, hit_ratio=None):
+    result = {"workload": name, "ops": ops, "seconds": seconds, "bytes": nbytes,
+              "opsPerSecond": ops / seconds, "megabytesPerSecond": nbytes / 1e6 / seconds}
+    if hit_ratio is not None:
+        result["hitRatio"] = hit_ratio
+    return result
+
+
+def diskcache_put_get(name, work, keys, values):
+    import diskcache
+    directory = os.path.join(work, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    cache = diskcache.Cache(directory, size_limit=1 << 40)
+    start = time.perf_counter()
+    for key, value in zip(keys, values):
+        cache.set(key, value)
+    put = time.perf_counter() - start
+    total = sum(len(v) for v in values)
+    start = time.perf_counter()
+    read = 0
+    for key in keys:
+        read += len(cache.get(key))
+    get = time.perf_counter() - start
+    cache.close()
+    assert read == total, f"{name}: read {read} of {total}"
+    shutil.rmtree(directory, ignore_errors=True)
+    return [measure(f"{name}.put", len(keys), put, total), measure(f"{name}.get", len(keys), get, read)]
+
+
+def run_diskcache(corpus_dir, workloads, work, w4_runs):
+    import diskcache
+    corpus = Corpus(corpus_dir) if {"w1", "w5"} & set(workloads) else None
+    results = []
+    for workload in workloads:
+        if workload == "w1":
+            keys = [path for path, _, _ in corpus.files]
+            values = [corpus.value(i) for i in range(len(corpus.files))]
+            results += diskcache_put_get("W1", work, keys, values)
+        elif workload in ("w2", "w3"):
+            name, size, count = ("synth_4k.bin", 4096, 10_000) if workload == "w2" else ("synth_1m.bin", 1 << 20, 1000)
+            blobs = _blobs(corpus_dir, name, size, count)
+            results += diskcache_put_get(workload.upper(), work, [md5_hex(b) for b in blobs], blobs)
+        elif workload == "w4":
+            directory = os.path.join(work, "W4")
+            shutil.rmtree(directory, ignore_errors=True)
+            blobs = _blobs(corpus_dir, "synth_4k.bin", 4096, 100_000)
+            keys = [md5_hex(b) for b in blobs]
+            cache = diskcache.Cache(directory, size_limit=1 << 40)
+            for key, blob in zip(keys, blobs):
+                cache.set(key, blob)
+            cache.close()
+            samples = []
+            for _ in range(w4_runs):
+                out = subprocess.run([sys.executable, __file__, "--diskcache-w4-open", directory, keys[len(keys) // 2]],
+                                     check=True, capture_output=True, text=True).stdout
+                samples.append(float(out.strip()))
+            shutil.rmtree(directory, ignore_errors=True)
+            results.append(measure("W4.open+get", 1, statistics.median(samples), 4096))
+        elif workload == "w5":
+            directory = os.path.join(work, "W5")
+            shutil.rmtree(directory, ignore_errors=True)
+            cap = sum(size for _, _, size in corpus.files) // 4
+            cache = diskcache.Cache(directory, size_limit=cap, eviction_policy="least-recently-used")
+            warmup, ops = corpus.trace()
+            hits = gets = nbytes = 0
+            start = time.perf_counter()
+            for n, (put, index) in enumerate(ops):
+                if n == warmup:
+                    start, hits, gets, nbytes = time.perf_counter(), 0, 0, 0
+                path = corpus.files[index][0]
+                if put:
+                    value = corpus.value(index)
+                    cache.set(path, value)
+                    nbytes += len(value)
+                else:
+                    gets += 1
+                    value = cache.get(path)
+                    if value is not None:
+                        hits += 1
+                        nbytes += len(value)
+            seconds = time.perf_counter() - start
+            cache.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            results.append(measure("W5", len(ops) - warmup, seconds, nbytes, hits / max(1, gets)))
+    return results
+
+
+def _blobs(corpus_dir, name, size, count):
+    with open(os.path.join(corpus_dir, name), "rb") as f:
+        data = f.read(size * count)
+    return [data[i * size:(i + 1) * size] for i in range(len(data) // size)]
+
+
+def diskcache_w4_open(directory, key):
+    import diskcache
+    start = time.perf_counter()
+    cache = diskcache.Cache(directory, size_limit=1 << 40)
+    value = cache.get(key)
+    seconds = time.perf_counter() - start
+    assert value is not None and len(value) == 4096
+    print(seconds)
+
+
+def run_swift(runner, engine, corpus, workloads, work, w4_runs):
+    out = subprocess.run([runner, "--engine", engine, "--corpus", corpus, "--workloads", ",".join(workloads),
+                          "--w4-runs", str(w4_runs), "--work", os.path.join(work, engine)],
+                         check=True, capture_output=True, text=True).stdout
+    line = [l for l in out.splitlines() if l.startswith("{")][-1]
+    return json.loads(line)["results"]
+
+
+# ---------------------------------------------------------------- report
+
+METRICS = [("W1.put", "opsPerSecond"), ("W1.put", "megabytesPerSecond"), ("W1.get", "opsPerSecond"),
+           ("W1.get", "megabytesPerSecond"), ("W2.put", "opsPerSecond"), ("W2.get", "opsPerSecond"),
+           ("W3.put", "opsPerSecond"), ("W3.get", "opsPerSecond"), ("W3.get", "megabytesPerSecond"),
+           ("W4.open+get", "seconds"), ("W5", "opsPerSecond"), ("W5", "hitRatio")]
+UNITS = {"opsPerSecond": "ops/s", "megabytesPerSecond": "MB/s", "seconds": "ms", "hitRatio": "hit ratio"}
+
+
+def summarize(samples):
+    """samples: engine -> list of result lists. Returns engine -> (workload, metric) -> values."""
+    table = {}
+    for engine, runs in samples.items():
+        for results in runs:
+            for result in results:
+                for workload, metric in METRICS:
+                    if result["workload"] == workload and metric in result:
+                        value = result[metric] * (1000 if metric == "seconds" else 1)
+                        table.setdefault(engine, {}).setdefault((workload, metric), []).append(value)
+    return table
+
+
+def fmt(values):
+    if not values:
+        return "—"
+    median = statistics.median(values)
+    digits = 3 if median < 10 else (1 if median < 1000 else 0)
+    spec = f"{{:,.{digits}f}}"
+    return f"{spec.format(median)} ({spec.format(min(values))}–{spec.format(max(values))})"
+
+
+def ratio(a, b, metric):
+    if not a or not b:
+        return "—"
+    x, y = statistics.median(a), statistics.median(b)
+    if metric == "seconds":       # lower is better: how many times faster
+        x, y = y, x
+    return f"{x / y:.2f}×"
+
+
+def print_table(table, runs):
+    engines = ["blobcache", "diskcache", "rawfs"]
+    print(f"\nMedians of {runs} runs (min–max); ratios are BlobCache's advantage (>1 is better).\n")
+    print("| workload | metric | BlobCache | python-diskcache | raw fs (temp+rename) | vs diskcache | vs raw fs |")
+    print("|---|---|---|---|---|---|---|")
+    for workload, metric in METRICS:
+        cells = [fmt(table.get(e, {}).get((workload, metric))) for e in engines]
+        if all(c == "—" for c in cells):
+            continue
+        bc = table.get("blobcache", {}).get((workload, metric))
+        vs = [ratio(bc, table.get(e, {}).get((workload, metric)), metric) if metric != "hitRatio" else "—"
+              for e in engines[1:]]
+        print(f"| {workload} | {UNITS[metric]} | " + " | ".join(cells) + " | " + " | ".join(vs) + " |")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--diskcache-w4-open":
+        diskcache_w4_open(sys.argv[2], sys.argv[3])
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--corpus", default="/tmp/blobcorpus")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5")
+    parser.add_argument("--engines", default="blobcache,diskcache,rawfs")
+    parser.add_argument("--w4-runs", type=int, default=5, help="fresh-process opens per W4 sample")
+    parser.add_argument("--json", help="write every sample to this file")
+    args = parser.parse_args()
+    workloads = args.workloads.lower().split(",")
+    engines = args.engines.split(",")
+    ensure_corpus(args.corpus)
+    if "diskcache" in engines:
+        ensure_diskcache()
+    runner = build_runner()
+    samples = {engine: [] for engine in engines}
+    with tempfile.TemporaryDirectory(prefix="blobcache-compare-") as work:
+        for run in range(args.runs):
+            order = engines[run % len(engines):] + engines[:run % len(engines)]
+            for engine in order:
+                print(f"compare: run {run + 1}/{args.runs}: {engine}", file=sys.stderr)
+                if engine == "diskcache":
+                    results = run_diskcache(args.corpus, workloads, work, args.w4_runs)
+                else:
+                    results = run_swift(runner, engine, args.corpus, workloads, work, args.w4_runs)
+                samples[engine].append(results)
+    print_table(summarize(samples), args.runs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(samples, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
