@@ -207,8 +207,10 @@ def run_swift(runner, engine, corpus, workloads, work, w4_runs):
 METRICS = [("W1.put", "opsPerSecond"), ("W1.put", "megabytesPerSecond"), ("W1.get", "opsPerSecond"),
            ("W1.get", "megabytesPerSecond"), ("W2.put", "opsPerSecond"), ("W2.get", "opsPerSecond"),
            ("W3.put", "opsPerSecond"), ("W3.get", "opsPerSecond"), ("W3.get", "megabytesPerSecond"),
-           ("W4.open+get", "seconds"), ("W5", "opsPerSecond"), ("W5", "hitRatio")]
-UNITS = {"opsPerSecond": "ops/s", "megabytesPerSecond": "MB/s", "seconds": "ms", "hitRatio": "hit ratio"}
+           ("W4.open+get", "seconds"), ("W4.open+get", "indexBytesPerEntry"), ("W5", "opsPerSecond"),
+           ("W5", "hitRatio"), ("W1.fsck", "megabytesPerSecond")]
+UNITS = {"opsPerSecond": "ops/s", "megabytesPerSecond": "MB/s", "seconds": "ms", "hitRatio": "hit ratio",
+         "indexBytesPerEntry": "index bytes/entry"}
 
 
 def summarize(samples):
@@ -252,7 +254,7 @@ def print_table(table, runs):
         if all(c == "—" for c in cells):
             continue
         bc = table.get("blobcache", {}).get((workload, metric))
-        vs = [ratio(bc, table.get(e, {}).get((workload, metric)), metric) if metric != "hitRatio" else "—"
+        vs = [ratio(bc, table.get(e, {}).get((workload, metric)), metric) if metric in ("opsPerSecond", "megabytesPerSecond", "seconds") else "—"
               for e in engines[1:]]
         print(f"| {workload} | {UNITS[metric]} | " + " | ".join(cells) + " | " + " | ".join(vs) + " |")
 

@@ -245,13 +245,13 @@ public final class BlobCache: Sendable {
         if knownID == nil && raw.count >= Parallel.threshold {
             // Large: hash and compress at once on two cores; a duplicate wastes one compression.
             prepared = BlobStore.hashAndPrepare(raw, codec: codec, packThreshold: packThreshold)
-            if try withEngine({ try $0.setExisting(key: key, id: prepared.id, expiry: nil, expiryRule: expiry, pinned: pinned) }) {
+            if try withEngine({ try $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
                 return prepared.id
             }
         } else {
             // Small: hash first, so a duplicate costs no compression at all.
             let id = knownID ?? BlobID(hashing: raw)
-            if try withEngine({ try $0.setExisting(key: key, id: id, expiry: nil, expiryRule: expiry, pinned: pinned) }) {
+            if try withEngine({ try $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
                 return id
             }
             prepared = BlobStore.prepare(raw, id: id, codec: codec, packThreshold: packThreshold)

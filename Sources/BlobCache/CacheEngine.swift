@@ -32,7 +32,7 @@ final class CacheEngine: @unchecked Sendable {
     // MARK: Set
 
     /// Points `key` at a blob the index already holds; `false` when it does not hold it.
-    func setExisting(key: String, id: BlobID, expiry: Int64?, expiryRule: Expiry, pinned: Bool) throws -> Bool {
+    func setExisting(key: String, id: BlobID, expiryRule: Expiry, pinned: Bool) throws -> Bool {
         guard let blob = index.blob(id) else { return false }
         try checkRoom(for: blob.info, key: key)
         try link(key: key, blob: blob.info, expiryRule: expiryRule, pinned: pinned)
@@ -44,7 +44,7 @@ final class CacheEngine: @unchecked Sendable {
     /// and points `key` at it. When another set stored the same blob meanwhile, the staged file
     /// is discarded and that blob is shared.
     func setNew(key: String, blob prepared: PreparedBlob, staged: StagedLooseBlob?, expiryRule: Expiry, pinned: Bool) throws {
-        if try setExisting(key: key, id: prepared.id, expiry: nil, expiryRule: expiryRule, pinned: pinned) {
+        if try setExisting(key: key, id: prepared.id, expiryRule: expiryRule, pinned: pinned) {
             if let staged { _ = try? FileIO.remove(staged.temporary) }
             return
         }

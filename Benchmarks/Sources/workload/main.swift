@@ -5,6 +5,7 @@
 //       [--corpus /tmp/blobcorpus] [--workloads w1,w2,w3,w4,w5] [--codec lz4|zlib|none]
 //       [--pack-threshold BYTES] [--w4-runs N] [--files DIR]
 //
+// --workloads placement measures loose vs packed puts and shard widths (docs/FORMAT.md).
 // --files DIR replays W1 over any directory of files instead of the corpus.
 import BlobCache
 import Foundation
@@ -51,10 +52,13 @@ struct Measurement: Encodable {
     let seconds: Double
     let bytes: Int
     var hitRatio: Double?
+    var indexBytesPerEntry: Int?
     var opsPerSecond: Double { Double(ops) / seconds }
     var megabytesPerSecond: Double { Double(bytes) / 1e6 / seconds }
 
-    enum CodingKeys: String, CodingKey { case workload, ops, seconds, bytes, hitRatio, opsPerSecond, megabytesPerSecond }
+    enum CodingKeys: String, CodingKey {
+        case workload, ops, seconds, bytes, hitRatio, indexBytesPerEntry, opsPerSecond, megabytesPerSecond
+    }
     func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(workload, forKey: .workload)
@@ -62,6 +66,7 @@ struct Measurement: Encodable {
         try container.encode(seconds, forKey: .seconds)
         try container.encode(bytes, forKey: .bytes)
         try container.encodeIfPresent(hitRatio, forKey: .hitRatio)
+        try container.encodeIfPresent(indexBytesPerEntry, forKey: .indexBytesPerEntry)
         try container.encode(opsPerSecond, forKey: .opsPerSecond)
         try container.encode(megabytesPerSecond, forKey: .megabytesPerSecond)
     }
@@ -89,9 +94,11 @@ func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil) thr
     }
 }
 
-/// Puts every (key, value), then gets every key, timing each phase.
+/// Puts every (key, value), then gets every key, timing each phase. For BlobCache, W1 also
+/// times a full fsck (MD5 of every blob) over the values' bytes.
 func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int) -> UnsafeRawBufferPointer) throws -> [Measurement] {
-    let engine = try makeEngine(options, directory: freshDirectory(options.work, name))
+    let directory = freshDirectory(options.work, name)
+    let engine = try makeEngine(options, directory: directory)
     var bytes = 0
     let putStart = now()
     for index in keys.indices {
@@ -106,8 +113,15 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
     let getSeconds = now() - getStart
     try engine.close()
     precondition(read == bytes, "\(name): read \(read) bytes, wrote \(bytes)")
-    return [Measurement(workload: "\(name).put", ops: keys.count, seconds: putSeconds, bytes: bytes),
-            Measurement(workload: "\(name).get", ops: keys.count, seconds: getSeconds, bytes: read)]
+    var results = [Measurement(workload: "\(name).put", ops: keys.count, seconds: putSeconds, bytes: bytes),
+                   Measurement(workload: "\(name).get", ops: keys.count, seconds: getSeconds, bytes: read)]
+    if name == "W1" && options.engine == "blobcache" {
+        let start = now()
+        let report = try BlobCache.check(directory: directory)
+        precondition(report.errors.isEmpty, "fsck found \(report.errors)")
+        results.append(Measurement(workload: "W1.fsck", ops: report.blobsChecked, seconds: now() - start, bytes: bytes))
+    }
+    return results
 }
 
 func run(_ options: Options) throws -> [Measurement] {
@@ -155,6 +169,8 @@ func run(_ options: Options) throws -> [Measurement] {
         case "w5":
             guard options.engine == "blobcache" else { continue }
             results.append(try w5(options, corpus: corpus!))
+        case "placement":
+            results += try placement(options)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }
@@ -171,6 +187,7 @@ func w4(_ options: Options) throws -> Measurement {
     for (key, blob) in zip(keys, blobs) { try blob.withUnsafeBytes { try engine.put($0, key: key) } }
     try engine.close()
     var samples: [Double] = []
+    var bytesPerEntry = 0
     for _ in 0..<options.w4Runs {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -180,22 +197,36 @@ func w4(_ options: Options) throws -> Measurement {
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard let seconds = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        let fields = output.split(whereSeparator: \.isWhitespace)
+        guard fields.count == 2, let seconds = Double(fields[0]), let perEntry = Int(fields[1]) else {
             throw WorkloadError.usage("w4-open said: \(output)")
         }
         samples.append(seconds)
+        bytesPerEntry = perEntry
     }
     samples.sort()
-    return Measurement(workload: "W4.open+get", ops: 1, seconds: samples[samples.count / 2], bytes: 4096)
+    var measurement = Measurement(workload: "W4.open+get", ops: 1, seconds: samples[samples.count / 2], bytes: 4096)
+    measurement.indexBytesPerEntry = bytesPerEntry
+    return measurement
 }
 
-/// The child side of W4: open, get one key, print the seconds it took.
+/// Resident bytes of this process (/proc/self/statm).
+func residentBytes() -> Int {
+    let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+}
+
+/// The child side of W4: open, get one key, print the seconds it took and the resident bytes
+/// the open cache added per entry (the journal image read at open is a large allocation that
+/// glibc unmaps when it is freed, so what stays is the index).
 func w4Open(directory: String, key: String) throws {
+    let before = residentBytes()
     let start = now()
     let cache = try BlobCache(directory: directory)
     guard try cache.bytes(forKey: key) != nil else { throw WorkloadError.usage("W4 key missing") }
     let seconds = now() - start
-    print(seconds)
+    let entries = try cache.totals().entries
+    print(seconds, (residentBytes() - before) / max(1, entries))
 }
 
 /// W5: LRU cap at 25% of the corpus bytes, replaying the zipfian 90/10 trace.
