@@ -27,9 +27,9 @@ extension CacheEngine {
             case .failure(.damaged(let reason)):
                 rebuild = reason
             case .success(let header):
-                // A set record is 90 bytes or more: reserve for that many entries up front, so
-                // replay never rehashes (at worst the tables are 1.5x larger than needed).
-                index.reserveCapacity(image.count / 64)
+                // Size the index once for the records there are (a compacted journal has one per
+                // entry), so replay never rehashes and the tables are not oversized.
+                index.reserveCapacity(image.withUnsafeBytes(JournalReader.countFrames))
                 let walk = image.withUnsafeBytes { bytes in
                     JournalReader.walk(bytes, salt: header.salt) { record, _ in index.apply(record) }
                 }

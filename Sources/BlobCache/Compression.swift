@@ -97,7 +97,25 @@ enum Compression {
     }
 
     /// Decodes `payload` that `tag` compressed back to exactly `rawCount` bytes; `nil` on damage.
-    static func decode(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
+    /// The `alongside` tasks run at the same time, on every core (the caller's checksum); a large
+    /// LZ4 payload also has its blocks decoded on two cores.
+    static func decode(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int,
+                       alongside: [() -> Void] = []) -> [UInt8]? {
+        if tag == .lz4, rawCount >= Parallel.threshold, let frame = LZ4Frame(payload, rawCount: rawCount) {
+            return decodeInto(rawCount) { out in
+                var even = false, odd = false
+                Parallel.run([{ even = frame.decode(into: out, first: 0, step: 2) },
+                              { odd = frame.decode(into: out, first: 1, step: 2) }] + alongside)
+                return even && odd
+            }
+        }
+        guard !alongside.isEmpty else { return decodeSequentially(payload, tag: tag, rawCount: rawCount) }
+        var value: [UInt8]?
+        Parallel.run([{ value = decodeSequentially(payload, tag: tag, rawCount: rawCount) }] + alongside)
+        return value
+    }
+
+    private static func decodeSequentially(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
         switch tag {
         case .none:
             return payload.count == rawCount ? Array(payload) : nil
@@ -128,5 +146,35 @@ enum Compression {
             initialized = ok ? rawCount : 0
         }
         return ok ? bytes : nil
+    }
+}
+
+/// The blocks of an LZ4 frame with independent blocks, indexed so that they can be decoded on
+/// several cores at once (each block fills its own slice of the output).
+struct LZ4Frame {
+    let payload: UnsafeRawBufferPointer
+    let blocks: [blobcache_lz4_block]
+    let blockMax: Int
+    let rawCount: Int
+
+    /// Indexes `payload`; `nil` when it is not such a frame or its blocks do not cover exactly
+    /// `rawCount` bytes (the sequential decoder then has the last word).
+    init?(_ payload: UnsafeRawBufferPointer, rawCount: Int) {
+        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: rawCount / (64 << 10) + 2)
+        var blockMax = 0
+        let count = blobcache_lz4_frame_index(payload.baseAddress, payload.count, &blocks, blocks.count, &blockMax)
+        guard count > 0, blockMax > 0, count == (rawCount + blockMax - 1) / blockMax else { return nil }
+        self.payload = payload
+        self.blocks = Array(blocks.prefix(count))
+        self.blockMax = blockMax
+        self.rawCount = rawCount
+    }
+
+    /// Decodes blocks `first`, `first + step`, … into `out`; false on any damage.
+    func decode(into out: UnsafeMutableRawBufferPointer, first: Int, step: Int) -> Bool {
+        blocks.withUnsafeBufferPointer { blocks in
+            blobcache_lz4_decode_blocks(payload.baseAddress, blocks.baseAddress, blocks.count, first, step,
+                                        blockMax, out.baseAddress, rawCount) == 0
+        }
     }
 }

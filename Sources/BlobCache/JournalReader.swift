@@ -12,6 +12,19 @@ struct JournalReader {
         case corrupt(offset: Int, reason: String)
     }
 
+    /// How many frames the image holds, by their length fields alone (no checksums): an upper
+    /// bound on the entries replay can make, to size the index before it starts.
+    static func countFrames(_ image: UnsafeRawBufferPointer) -> Int {
+        var offset = JournalFormat.headerSize, count = 0
+        while image.count - offset >= JournalFormat.frameSize {
+            let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            guard length <= JournalFormat.maxPayload else { break }
+            offset += JournalFormat.frameSize + length
+            count += 1
+        }
+        return count
+    }
+
     /// Replays every good record of `image` (header included) through `apply`, in order.
     /// Returns how the walk ended and how many records were good.
     static func walk(_ image: UnsafeRawBufferPointer, salt: UInt64,

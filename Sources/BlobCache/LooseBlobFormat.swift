@@ -63,14 +63,30 @@ enum LooseBlobFormat {
             return .failure(.sizeMismatch("header says \(header.rawLength) bytes of value, index says \(info.rawLength)"))
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
-        let checksum = { CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload) }
-        let decode = { Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) }
-        // A large blob is checksummed and decoded at once on two cores; the bytes are returned
-        // only if both pass (decoding damaged input is memory-safe, its result is discarded).
-        let (crc, value) = payload.count >= Parallel.threshold && header.codec != .none
-            ? Parallel.both(checksum, decode) : (checksum(), nil)
+        let head = UnsafeRawBufferPointer(rebasing: bytes[0..<28])
+        // A large blob is checksummed (in two halves, combined) while it is decoded, on every
+        // core; the bytes are returned only if both pass (decoding damaged input is memory-safe,
+        // its result is dropped). A raw one only has its checksum split.
+        var crc: UInt32 = 0
+        var value: [UInt8]?
+        if payload.count >= Parallel.threshold {
+            let half = payload.count / 2
+            var first: UInt32 = 0, second: UInt32 = 0
+            let checksums: [() -> Void] = [
+                { first = CRC32.update(CRC32.checksum(head), UnsafeRawBufferPointer(rebasing: payload[..<half])) },
+                { second = CRC32.checksum(UnsafeRawBufferPointer(rebasing: payload[half...])) },
+            ]
+            if header.codec == .none {
+                Parallel.run(checksums)
+            } else {
+                value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength, alongside: checksums)
+            }
+            crc = CRC32.combine(first, second, secondLength: payload.count - half)
+        } else {
+            crc = CRC32.update(CRC32.checksum(head), payload)
+        }
         guard crc == header.crc else { return .failure(.checksum("CRC mismatch")) }
-        guard let value = value ?? decode() else {
+        guard let value = value ?? Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) else {
             return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
         }
         return .success(value)

@@ -13,9 +13,8 @@ static inline LZ4F_preferences_t blobcache_lz4_prefs(size_t srcSize) {
     memset(&prefs, 0, sizeof prefs);
     prefs.frameInfo.contentSize = (unsigned long long)srcSize;
     prefs.frameInfo.blockMode = LZ4F_blockIndependent;
-    prefs.frameInfo.blockSizeID = srcSize <= (64 << 10) ? LZ4F_max64KB
-                                : srcSize <= (256 << 10) ? LZ4F_max256KB
-                                : srcSize <= (1 << 20) ? LZ4F_max1MB : LZ4F_max4MB;
+    /* Up to 256 KB: one block. Larger: 256 KB blocks, which a reader decodes on several cores. */
+    prefs.frameInfo.blockSizeID = srcSize <= (64 << 10) ? LZ4F_max64KB : LZ4F_max256KB;
     prefs.autoFlush = 1;
     return prefs;
 }
@@ -62,5 +61,68 @@ static inline int blobcache_lz4_decompress_frame(LZ4F_dctx *dctx, void *dst, siz
         if (consumed == srcSize && hint != 0) return -1;
     }
     return (produced == dstSize && consumed == srcSize) ? 0 : -1;
+}
+/* One block of an LZ4 frame, as blobcache_lz4_frame_index finds it. */
+typedef struct {
+    size_t offset;       /* of the block's data in the frame */
+    size_t size;         /* stored bytes */
+    int uncompressed;    /* stored raw (the size field's high bit) */
+} blobcache_lz4_block;
+
+static inline unsigned blobcache_le32(const unsigned char *p) {
+    return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24;
+}
+
+/* Indexes the blocks of an LZ4 frame whose blocks are independent, with no dictionary and no
+ * block checksums (what blobcache_lz4_compress_frame writes). Returns the number of blocks and
+ * sets *blockMax, or -1 when the frame is of another kind, damaged, or has more than capacity
+ * blocks: the caller then decodes it with LZ4F. */
+static inline long blobcache_lz4_frame_index(const void *src, size_t srcSize, blobcache_lz4_block *blocks,
+                                             long capacity, size_t *blockMax) {
+    const unsigned char *p = (const unsigned char *)src;
+    if (srcSize < 7 || blobcache_le32(p) != 0x184D2204u) return -1;
+    unsigned flg = p[4], bd = p[5];
+    if ((flg >> 6) != 1 || !(flg & 0x20) || (flg & 0x10) || (flg & 0x01)) return -1;
+    unsigned id = (bd >> 4) & 7;
+    if (id < 4) return -1;
+    *blockMax = (size_t)1 << (8 + 2 * id);
+    size_t pos = 6 + ((flg & 0x08) ? 8 : 0) + 1;   /* descriptor, content size, header checksum */
+    long count = 0;
+    for (;;) {
+        if (pos + 4 > srcSize) return -1;
+        unsigned field = blobcache_le32(p + pos);
+        pos += 4;
+        if (field == 0) break;                       /* end mark */
+        size_t size = field & 0x7FFFFFFFu;
+        if (size > *blockMax || pos + size > srcSize || count == capacity) return -1;
+        blocks[count].offset = pos;
+        blocks[count].size = size;
+        blocks[count].uncompressed = (field & 0x80000000u) != 0;
+        count++;
+        pos += size;
+    }
+    if (flg & 0x04) pos += 4;                        /* content checksum */
+    return pos == srcSize ? count : -1;
+}
+
+/* Decodes blocks first, first+step, … of an indexed frame into dst (dstSize bytes in all):
+ * block i fills dst[i*blockMax ..< min((i+1)*blockMax, dstSize)] exactly. Returns 0, or -1. */
+static inline int blobcache_lz4_decode_blocks(const void *src, const blobcache_lz4_block *blocks, long count,
+                                              long first, long step, size_t blockMax, void *dst, size_t dstSize) {
+    const char *in = (const char *)src;
+    char *out = (char *)dst;
+    for (long i = first; i < count; i += step) {
+        size_t start = (size_t)i * blockMax;
+        if (start >= dstSize) return -1;
+        size_t expected = dstSize - start < blockMax ? dstSize - start : blockMax;
+        if (blocks[i].uncompressed) {
+            if (blocks[i].size != expected) return -1;
+            memcpy(out + start, in + blocks[i].offset, expected);
+        } else {
+            int n = LZ4_decompress_safe(in + blocks[i].offset, out + start, (int)blocks[i].size, (int)expected);
+            if (n < 0 || (size_t)n != expected) return -1;
+        }
+    }
+    return 0;
 }
 #endif

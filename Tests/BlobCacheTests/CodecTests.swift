@@ -59,6 +59,29 @@ struct CodecTests {
         }
     }
 
+    @Test("a large LZ4 payload (decoded block by block on two cores) rejects truncation and damage to its framing")
+    func damagedLargeLZ4() {
+        let value = Samples.compressible(1 << 20)
+        let encoded = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }
+        let payload = encoded.buffer
+        #expect(encoded.tag == .lz4)
+        #expect(same(payload.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count) }, value))
+        #expect(payload.withUnsafeBytes { LZ4Frame($0, rawCount: value.count) }?.blocks.count == 4, "256 KiB blocks")
+        for cut in [0, 7, 11, 100, payload.count / 2, payload.count - 5, payload.count - 1] {
+            let decoded = Array(payload.prefix(cut)).withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count) }
+            #expect(decoded == nil, "truncated to \(cut)")
+        }
+        #expect(payload.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count - 1) } == nil)
+        // The first block's size field sits after the 15-byte header; damage to any header or size
+        // byte must fail, never produce a wrong-length result.
+        for position in 0..<19 {
+            var damaged = payload
+            damaged[position] ^= 0x40
+            let decoded = damaged.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count) }
+            if let decoded { #expect(decoded.count == value.count) }
+        }
+    }
+
     @Test("codec names parse")
     func names() {
         #expect(Codec(name: "lz4") == .lz4)
