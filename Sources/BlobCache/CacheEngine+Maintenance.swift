@@ -81,7 +81,7 @@ extension CacheEngine {
         }
         var freed = 0
         for number in victims {
-            let before = Int(store.segmentSizes[number] ?? 0)
+            freed += Int(store.segmentSizes[number] ?? 0)
             for info in (moving[number] ?? []).sorted(by: { Self.offset($0) < Self.offset($1) }) {
                 guard case .packed(_, let offset) = info.place, let segment = store.segments[number] else { continue }
                 let image = try FileIO.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path)
@@ -90,12 +90,12 @@ extension CacheEngine {
                 index.relocate(moved)
                 journal.append(.relocate(moved))
             }
-            try journal.flush()
-            try store.syncAll()
-            try journal.sync()
-            try store.deleteSegment(number)
-            freed += before
         }
+        // One flush and one fsync pair for the whole run: only then may the old segments go.
+        try journal.flush()
+        try store.syncAll()
+        try journal.sync()
+        for number in victims { try store.deleteSegment(number) }
         counters.packCollections += 1
         return (victims.count, freed)
     }

@@ -116,8 +116,7 @@ struct BlobStoreTests {
         let value = Samples.random(2000)
         let id = try cache.set(value, forKey: "k")
         try cache.set(Samples.random(2000, seed: 9), forKey: "other")
-        let file = packThreshold == 0 ? dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))/\(id.hex)")
-                                      : dir.appending("packs/000001.pack")
+        let file = packThreshold == 0 ? looseFile(dir.path, id) : dir.appending("packs/000001.pack")
         flipByte(file, at: packThreshold == 0 ? 100 : 16 + 100, mask: 0x01)
         #expect(throws: BlobCacheError.self) { _ = try cache.bytes(forKey: "k") }
         #expect(same(try cache.bytes(forKey: "k"), nil))
@@ -133,7 +132,7 @@ struct BlobStoreTests {
         let id = try cache.set(value, forKey: "big")
         #expect(id == BlobID(hashing: value))
         #expect(same(try cache.bytes(forKey: "big"), value))
-        let file = dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))/\(id.hex)")
+        let file = looseFile(dir.path, id)
         flipByte(file, at: readFile(file).count / 2, mask: 0x10)
         #expect(throws: BlobCacheError.self) { _ = try cache.bytes(forKey: "big") }
     }
@@ -150,7 +149,7 @@ struct BlobStoreTests {
         }
         // A loose writer killed before its rename: a complete image under a temporary name.
         let loose = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 0) }
-        let shard = dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))")
+        let shard = (looseFile(dir.path, id) as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
         writeFile(shard + "/tmp.4242.1", loose.image)
         // A pack writer killed mid-append: half a record at the end of the segment.

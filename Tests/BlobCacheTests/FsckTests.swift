@@ -23,10 +23,7 @@ struct FsckTests {
         for key in Self.values.keys.sorted() { try cli.run(["put", key], stdin: Data(Self.values[key]!)) }
     }
 
-    private func loosePath(_ root: String, _ key: String) -> String {
-        let hex = BlobID(hashing: Self.values[key]!).hex
-        return "\(root)/objects/\(hex.prefix(1))/\(hex.dropFirst().prefix(1))/\(hex)"
-    }
+    private func loosePath(_ root: String, _ key: String) -> String { looseFile(root, BlobID(hashing: Self.values[key]!)) }
 
     /// Applies the damage; returns the problem id fsck must report, whether it is an error,
     /// and the keys whose entries the damage destroys (the rest must survive repair intact).
@@ -59,22 +56,13 @@ struct FsckTests {
             return ("journal-torn-tail", true, ["packed-3"])   // the last put
         case .flipJournalByte:
             // The journal holds 8 set records in key order; flip a byte in the 6th (packed-1).
-            let offsets = Self.recordOffsets(readFile(journal))
+            let offsets = journalRecordOffsets(readFile(journal))
             flipByte(journal, at: offsets[5] + 12)
             return ("journal-checksum", true, ["packed-1", "packed-2", "packed-3"])
         case .wipeJournalHeader:
             patchFile(journal, at: 0, [UInt8](repeating: 0, count: 32))
             return ("journal-bad-header", true, Set(Self.values.keys))
         }
-    }
-
-    static func recordOffsets(_ image: [UInt8]) -> [Int] {
-        var offsets: [Int] = [], offset = 32
-        while offset + 9 <= image.count {
-            offsets.append(offset)
-            offset += 9 + (Int(image[offset]) | Int(image[offset + 1]) << 8 | Int(image[offset + 2]) << 16)
-        }
-        return offsets
     }
 
     @Test("fsck reports each kind of damage by its id, --repair fixes it, the next fsck is clean", arguments: Damage.allCases)

@@ -14,17 +14,7 @@ struct JournalRecoveryTests {
     private func journalPath(_ dir: TemporaryDirectory) -> String { dir.appending("journal") }
 
     /// Byte offsets where each record of the journal starts.
-    private func recordOffsets(_ dir: TemporaryDirectory) -> [Int] {
-        let image = readFile(journalPath(dir))
-        var offsets: [Int] = []
-        var offset = JournalFormat.headerSize
-        while offset + 9 <= image.count {
-            offsets.append(offset)
-            let length = Int(image[offset]) | Int(image[offset + 1]) << 8 | Int(image[offset + 2]) << 16 | Int(image[offset + 3]) << 24
-            offset += 9 + length
-        }
-        return offsets
-    }
+    private func recordOffsets(_ dir: TemporaryDirectory) -> [Int] { journalRecordOffsets(readFile(journalPath(dir))) }
 
     @Test("a clean close keeps every entry and the exact LRU order, even for unjournaled reads")
     func reopenKeepsLRUOrder() throws {

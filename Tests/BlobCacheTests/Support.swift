@@ -1,4 +1,5 @@
 import Foundation
+import SystemPackage
 @testable import BlobCache
 
 /// A fresh directory under the system temp folder, removed when the test's scope ends.
@@ -114,3 +115,19 @@ func truncateFile(_ path: String, to length: Int) {
 
 /// Compares byte arrays without printing megabytes when they differ.
 func same(_ lhs: [UInt8]?, _ rhs: [UInt8]?) -> Bool { lhs == rhs }
+
+/// Where each record of a journal image starts (walking the length fields).
+func journalRecordOffsets(_ image: [UInt8]) -> [Int] {
+    var offsets: [Int] = [], offset = JournalFormat.headerSize
+    while offset + JournalFormat.frameSize <= image.count {
+        offsets.append(offset)
+        offset += JournalFormat.frameSize + (Int(image[offset]) | Int(image[offset + 1]) << 8
+            | Int(image[offset + 2]) << 16 | Int(image[offset + 3]) << 24)
+    }
+    return offsets
+}
+
+/// The loose file of blob `id` in the cache at `root`.
+func looseFile(_ root: String, _ id: BlobID) -> String {
+    BlobStore.loosePath(of: id, in: FilePath(root).appending("objects")).string
+}
