@@ -91,6 +91,13 @@ public final class BlobCache: Sendable {
         return try finishRead(ticket)
     }
 
+    /// The value stored under `key` as `Data`, for Foundation code; see `bytes(forKey:)`.
+    ///
+    ///     let image = try cache.data(forKey: "avatar/42").flatMap(UIImage.init(data:))
+    public func data(forKey key: String) throws -> Data? {
+        try bytes(forKey: key).map { Data($0) }
+    }
+
     /// Whether `key` holds an unexpired value (does not count as an access).
     ///
     ///     if try cache.contains("avatar/42") { … }
@@ -194,6 +201,9 @@ public final class BlobCache: Sendable {
             guard let open = engine else { return }
             engine = nil
             defer { lock.release() }
+            // After a failed journal write there is nothing safe to add: reopening replays the
+            // journal as it stands.
+            guard open.journal.failure == nil else { return }
             try open.persistRecency()
             try open.compactJournalIfRedundant()
             try open.journal.sync()
@@ -236,6 +246,7 @@ public final class BlobCache: Sendable {
     func withEngine<T>(_ body: (CacheEngine) throws -> T) throws -> T {
         try state.withLock { engine in
             guard let engine else { throw BlobCacheError.closed }
+            if let failure = engine.journal.failure { throw failure }
             return try body(engine)
         }
     }

@@ -24,6 +24,10 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     case pinnedEntriesExceedLimit(detail: String)
     /// A configuration value is out of range.
     case invalidConfiguration(reason: String)
+    /// A journal write failed earlier (disk full, I/O error); the in-memory index may hold
+    /// changes the journal does not, so the cache refuses work until it is reopened, which
+    /// brings back the journaled state.
+    case needsReopen(path: String, reason: String)
     /// The cache was closed.
     case closed
 
@@ -47,6 +51,8 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
             "pinned entries would exceed the cache limit: \(detail)"
         case .invalidConfiguration(let reason):
             "invalid configuration: \(reason)"
+        case .needsReopen(let path, let reason):
+            "cache \(path) stopped after a failed journal write (\(reason)); reopen it to continue from what was journaled"
         case .closed:
             "the cache is closed"
         }

@@ -13,6 +13,8 @@ final class JournalFile: @unchecked Sendable {
     /// Records in the file plus pending ones.
     private(set) var recordCount: Int
     let synchronous: Bool
+    /// Set when a write or sync failed: the caller's index may be ahead of the file from then on.
+    private(set) var failure: BlobCacheError?
 
     init(path: FilePath, descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64,
          recordCount: Int, synchronous: Bool) {
@@ -42,16 +44,26 @@ final class JournalFile: @unchecked Sendable {
         } catch {
             // Leave no partial record behind: the file ends at the last complete operation.
             try? FileIO.truncate(descriptor, to: size, path: path)
-            throw error
+            throw failed(error)
         }
         size += Int64(pending.bytes.count)
-        if synchronous { try FileIO.sync(descriptor, path: path) }
+        if synchronous { try recordingFailure { try FileIO.sync(descriptor, path: path) } }
     }
 
     /// Forces the journal to stable storage.
     func sync() throws {
         try flush()
-        try FileIO.sync(descriptor, path: path)
+        try recordingFailure { try FileIO.sync(descriptor, path: path) }
+    }
+
+    private func recordingFailure(_ body: () throws -> Void) throws {
+        do { try body() } catch { throw failed(error) }
+    }
+
+    /// Remembers a failed write so that the cache stops until it is reopened.
+    private func failed(_ error: any Error) -> any Error {
+        failure = .needsReopen(path: path.removingLastComponent().string, reason: "\(error)")
+        return error
     }
 
     /// Writes a new journal holding `records` to `journal.tmp`, fsyncs it, renames it over

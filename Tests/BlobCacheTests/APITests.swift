@@ -79,6 +79,31 @@ struct APITests {
         #expect(throws: BlobCacheError.closed) { try reopened.bytes(forKey: "good") }
     }
 
+    @Test("a failed journal write stops the cache until reopen; nothing journaled is lost")
+    func journalWriteFailure() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        let kept = try cache.set(Samples.random(500, seed: 1), forKey: "kept")
+        // Make the journal's descriptor read-only under the cache: its next append fails (EBADF).
+        let readOnly = open("/dev/null", O_RDONLY)
+        let journalFD = try cache.withEngine { $0.journal.descriptor.rawValue }
+        #expect(dup2(readOnly, journalFD) == journalFD)
+        close(readOnly)
+        #expect(throws: BlobCacheError.self) { try cache.set(Samples.random(500, seed: 1), forKey: "lost") }
+        do {
+            _ = try cache.bytes(forKey: "kept")
+            Issue.record("expected needsReopen")
+        } catch let BlobCacheError.needsReopen(path, _) {
+            #expect(path == dir.path)
+        }
+        try cache.close()
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(try reopened.keys() == ["kept"])
+        #expect(try reopened.bytes(forKey: "kept").map { BlobID(hashing: $0) } == kept)
+        try reopened.set([1], forKey: "after")
+        #expect(try reopened.data(forKey: "after") == Data([1]))
+    }
+
     @Test("durability powerLossSafe and the zlib codec work end to end")
     func durableZlib() throws {
         let dir = TemporaryDirectory()
