@@ -5,12 +5,15 @@ extension BlobCache {
         /// Errors set fsck's exit code; notes are reported only (like `git fsck`'s dangling objects).
         public enum Severity: String, Sendable, Codable { case error, note }
 
+        /// Whether it sets the exit code (error) or is reported only (note).
         public var severity: Severity
         /// A stable id: see `docs/FSCK.md` for the list.
         public var problem: String
         /// The blob id or key concerned (`-` when neither applies).
         public var subject: String
+        /// The file or directory concerned.
         public var path: String
+        /// What is wrong, for a person.
         public var detail: String
 
         public var description: String { "\(problem) \(subject) \(path): \(detail)" }
@@ -18,16 +21,22 @@ extension BlobCache {
 
     /// What `check` found (and, with repair, what it fixed).
     public struct CheckReport: Sendable, Equatable, Codable {
+        /// Everything found, errors first.
         public var findings: [Finding] = []
+        /// Entries the journal holds.
         public var entriesChecked = 0
+        /// Loose blobs and live pack records verified.
         public var blobsChecked = 0
+        /// Bytes of blobs read.
         public var bytesChecked = 0
         /// Whether a repair ran.
         public var repaired = false
         /// Errors still present after the repair (re-checked); empty without repair.
         public var errorsLeft: [Finding] = []
 
+        /// The findings that set the exit code.
         public var errors: [Finding] { findings.filter { $0.severity == .error } }
+        /// The findings reported only.
         public var notes: [Finding] { findings.filter { $0.severity == .note } }
 
         /// fsck(8)'s exit code: 0 no errors, 1 errors all repaired, 4 errors left.

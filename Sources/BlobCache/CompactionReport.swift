@@ -4,6 +4,7 @@ extension BlobCache {
     ///     let report = try cache.compact()
     ///     print(report.journalBytesBefore - report.journalBytesAfter)
     public struct CompactionReport: Sendable, Equatable, Codable {
+        /// Journal size before and after the rewrite, in bytes and in records.
         public var journalBytesBefore = 0
         public var journalBytesAfter = 0
         public var journalRecordsBefore = 0

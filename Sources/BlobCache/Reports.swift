@@ -42,16 +42,23 @@ extension BlobCache {
 
     /// Operation counts over the cache's life (saved in `DIR/stats` at each clean close).
     public struct Counters: Sendable, Equatable, Codable {
+        /// Reads that returned a value.
         public var hits = 0
+        /// Reads of absent or expired keys (and damaged blobs).
         public var misses = 0
+        /// Values stored.
         public var sets = 0
         /// Sets whose value was already stored (nothing written but the journal record).
         public var deduplicatedSets = 0
+        /// Entries evicted to stay within the limits.
         public var evictions = 0
+        /// Entries removed because their expiry passed.
         public var expirations = 0
         /// Reads that found a damaged blob (their entries were dropped).
         public var corruptReads = 0
+        /// Journal rewrites (automatic and `compact()`).
         public var journalCompactions = 0
+        /// Pack garbage collection runs.
         public var packCollections = 0
     }
 
@@ -70,14 +77,19 @@ extension BlobCache {
         public var storedBytes: Int
         /// Bytes of every entry's value, shared blobs counted once per key.
         public var entryLogicalBytes: Int
+        /// Entries that are pinned (never evicted).
         public var pinnedEntries: Int
         /// Bytes of pack records no entry uses any more (reclaimed by pack garbage collection).
         public var deadPackBytes: Int
+        /// Size of the journal file.
         public var journalBytes: Int
+        /// Records in the journal.
         public var journalRecords: Int
         /// Journal records that no longer describe a live entry.
         public var redundantJournalRecords: Int
+        /// The limits in force.
         public var limits: Limits
+        /// Lifetime operation counts.
         public var counters: Counters
 
         /// logical / stored bytes (1 when empty).
@@ -88,18 +100,25 @@ extension BlobCache {
 
     /// The metadata of one entry.
     public struct EntryInfo: Sendable, Equatable {
+        /// The entry's key.
         public var key: String
+        /// The id (MD5) of its value.
         public var blobID: BlobID
         /// Bytes of the value.
         public var size: Int
         /// Bytes its blob takes on disk (shared with other keys when they hold the same value).
         public var storedSize: Int
+        /// How its blob is stored: `none`, `lz4` or `zlib`.
         public var codec: String
+        /// Where its blob lives.
         public var place: BlobPlace
+        /// When the value was set.
         public var created: Date
         /// `nil` for never.
         public var expiry: Date?
+        /// When it was last read or set.
         public var lastAccess: Date
+        /// Whether it is pinned (never evicted, kept by `removeAll()`).
         public var pinned: Bool
     }
 }
