@@ -244,6 +244,27 @@ def ratio(a, b, metric):
     return f"{x / y:.2f}×"
 
 
+def w5_ceiling(corpus_dir):
+    """The W5 hit ratio of a cache that never evicts: gets of keys the trace has not yet put miss."""
+    warmup, ops = _trace(corpus_dir)
+    present, hits, gets = set(), 0, 0
+    for n, (put, index) in enumerate(ops):
+        if n == warmup:
+            hits = gets = 0
+        if put:
+            present.add(index)
+        else:
+            gets += 1
+            hits += index in present
+    return hits / max(1, gets)
+
+
+def _trace(corpus_dir):
+    corpus = Corpus.__new__(Corpus)
+    corpus.directory = corpus_dir
+    return corpus.trace()
+
+
 def print_table(table, runs):
     engines = ["blobcache", "diskcache", "rawfs"]
     print(f"\nMedians of {runs} runs (min–max); ratios are BlobCache's advantage (>1 is better).\n")
@@ -289,6 +310,8 @@ def main():
                     results = run_swift(runner, engine, args.corpus, workloads, work, args.w4_runs)
                 samples[engine].append(results)
     print_table(summarize(samples), args.runs)
+    if "w5" in workloads:
+        print(f"\nW5 hit-ratio ceiling (a cache that never evicts, same trace): {w5_ceiling(args.corpus):.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(samples, f, indent=1)
