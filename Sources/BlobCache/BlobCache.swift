@@ -306,7 +306,7 @@ public final class BlobCache: Sendable {
             for component in path.components {
                 prefix.append(component)
                 do { try FileIO.makeDirectory(prefix) } catch {
-                    throw BlobCacheError.directoryUnusable(path: path.string, reason: "cannot create \(prefix): \(Errno.last)")
+                    throw BlobCacheError.directoryUnusable(path: path.string, reason: "cannot create it: \(error)")
                 }
             }
         } else {

@@ -136,7 +136,7 @@ struct CacheChecker {
         for (key, slot) in index.slotOfKey {
             let id = index.entry(at: slot).blob
             if case .loose = index.blob(id)!.info.place, !seen.contains(id) {
-                error("missing-blob", Self.printable(key), BlobStore.loosePath(of: id, in: objects), "entry's blob \(id) is missing")
+                error("missing-blob", BlobCache.escapedKey(key), BlobStore.loosePath(of: id, in: objects), "entry's blob \(id) is missing")
             }
         }
     }
@@ -193,7 +193,7 @@ struct CacheChecker {
         for (key, slot) in index.slotOfKey {
             let id = index.entry(at: slot).blob
             if case .packed(let number, _) = index.blob(id)!.info.place, !present.contains(number) {
-                error("missing-blob", Self.printable(key), packs.appending(PackFormat.fileName(of: number)),
+                error("missing-blob", BlobCache.escapedKey(key), packs.appending(PackFormat.fileName(of: number)),
                       "entry's blob \(id) is in a missing pack segment")
             }
         }
@@ -207,20 +207,5 @@ struct CacheChecker {
         if let max = limits.maxEntries, index.entryCount > max {
             error("over-limit", "-", journal, "\(index.entryCount) entries exceed the limit of \(max)")
         }
-    }
-
-    /// A key as fsck prints it: tab, newline and backslash escaped, like `blobcache ls`.
-    static func printable(_ key: String) -> String {
-        var out = ""
-        for character in key {
-            switch character {
-            case "\t": out += "\\t"
-            case "\n": out += "\\n"
-            case "\\": out += "\\\\"
-            case "\u{0}": out += "\\0"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }

@@ -119,21 +119,18 @@ extension CacheEngine {
                                      created: now, expiry: Nanoseconds.never, access: now), orderJournaled: true)
             adopted += 1
         }
-        for shard in FileIO.listDirectory(store.objects) {
-            let shardPath = store.objects.appending(shard)
-            for leaf in FileIO.listDirectory(shardPath) {
-                let leafPath = shardPath.appending(leaf)
-                for name in FileIO.listDirectory(leafPath) {
-                    let path = leafPath.appending(name)
-                    if let id = BlobID(hex: name), BlobStore.loosePath(of: id, in: store.objects) == path,
-                       let info = try verifiedLooseBlob(id, at: path) {
-                        adopt(info)
-                    } else {
-                        try FileIO.remove(path)
-                        removed += 1
-                    }
-                }
+        let scan = DirectoryScan(objects: store.objects, packs: store.packs)
+        for (id, path) in scan.looseBlobs {
+            if let info = try verifiedLooseBlob(id, at: path) {
+                adopt(info)
+            } else {
+                try FileIO.remove(path)
+                removed += 1
             }
+        }
+        for path in scan.temporaryFiles + scan.unknownFiles where !FileIO.isDirectory(path) {
+            try FileIO.remove(path)
+            removed += 1
         }
         for number in store.segments.keys.sorted() {
             let segment = store.segments[number]!

@@ -113,7 +113,7 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Looks a key up for reading: a miss for absent or expired keys (expired ones are removed
     /// now), else marks the access and returns where the bytes are.
-    func beginRead(key: String, touch: Bool = true) throws -> ReadTicket? {
+    func beginRead(key: String) throws -> ReadTicket? {
         guard let slot = index.slot(of: key) else {
             counters.misses += 1
             return nil
@@ -126,13 +126,11 @@ final class CacheEngine: @unchecked Sendable {
             counters.misses += 1
             return nil
         }
-        if touch {
-            let journaled = time - entry.journaledAccess >= accessInterval
-            index.touch(slot: slot, at: time, journaled: journaled)
-            if journaled {
-                journal.append(.access(key: key, time: time))
-                try journal.flush()
-            }
+        let journaled = time - entry.journaledAccess >= accessInterval
+        index.touch(slot: slot, at: time, journaled: journaled)
+        if journaled {
+            journal.append(.access(key: key, time: time))
+            try journal.flush()
         }
         counters.hits += 1
         let info = index.blob(entry.blob)!.info

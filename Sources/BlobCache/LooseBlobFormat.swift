@@ -31,7 +31,7 @@ enum LooseBlobFormat {
         let crc: UInt32
     }
 
-    /// Parses and sanity-checks a header; a `String` says what is wrong.
+    /// Parses and sanity-checks a header; the failure says what is wrong.
     static func parseHeader(_ bytes: UnsafeRawBufferPointer) -> Result<Header, BlobDamage> {
         var reader = BinaryReader(bytes)
         guard bytes.count >= headerSize else { return .failure(.truncated("file of \(bytes.count) bytes has no complete header")) }

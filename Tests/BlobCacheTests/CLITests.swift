@@ -50,11 +50,19 @@ struct CLITests {
         #expect(try cli.run(["put", "z", "--codec", "zlib"], stdin: text).status == 0)
         #expect(try cli.run(["put", "n", "--codec", "none"], stdin: text + Data([1])).status == 0)
         #expect(try cli.run(["put", "p", "--pin"], stdin: Data([7])).status == 0)
-        #expect(try cli.run(["put", "t", "--ttl", "0.001"], stdin: Data([8])).status == 0)
-        let entries = try BlobCache(directory: dir.path).entries()
-        #expect(entries.first { $0.key == "z" }?.codec == "zlib")
-        #expect(entries.first { $0.key == "n" }?.codec == "none")
-        #expect(entries.first { $0.key == "t" } == nil, "a 1 ms TTL has passed by the next open")
+        #expect(try cli.run(["put", "t", "--ttl", "3600"], stdin: Data([8])).status == 0)
+        do {
+            let entries = try BlobCache(directory: dir.path).entries()
+            #expect(entries.first { $0.key == "z" }?.codec == "zlib")
+            #expect(entries.first { $0.key == "n" }?.codec == "none")
+            let expiry = try #require(entries.first { $0.key == "t" }?.expiry)
+            #expect(abs(expiry.timeIntervalSinceNow - 3600) < 600, "expires an hour after it was put")
+        }
+        // An hour and a minute later (a clock the test controls), the entry has expired.
+        let later = try BlobCache(directory: dir.path, configuration: .testing(clock: ManualClock(start: Date().addingTimeInterval(3660))))
+        #expect(later.openReport.expiredAtOpen == 1)
+        #expect(try later.contains("t") == false)
+        try later.close()
         #expect(try cli.run(["clear"]).output == "removed 2 entries\n")
         #expect(try cli.run(["get", "p"]).stdout == Data([7]))
         #expect(try cli.run(["clear", "--include-pinned"]).output == "removed 1 entries\n")
@@ -131,9 +139,17 @@ struct CLITests {
     func maintenance() throws {
         let dir = TemporaryDirectory()
         let cli = CLI(directory: dir.path)
-        try cli.run(["put", "soon", "--ttl", "0.001"], stdin: Data([1]))
+        do {
+            // Set under a clock in 1970, so it is long expired by the real clock the tool reads.
+            let past = try BlobCache(directory: dir.path, configuration: .testing(clock: ManualClock(start: Date(timeIntervalSince1970: 1_000_000))))
+            try past.set([1], forKey: "soon", expiry: .after(.seconds(60)))
+            try past.close()
+        }
         for n in 0..<10 { try cli.run(["put", "k\(n)"], stdin: Data(Samples.random(10_000, seed: UInt64(n)))) }
-        #expect(try cli.run(["expire"]).status == 0)
+        // Every open drops expired entries, so by the time `expire` runs, `soon` is gone already.
+        let expire = try cli.run(["expire"])
+        #expect(expire.status == 0 && expire.output == "removed 0 expired entries\n")
+        #expect(try cli.run(["get", "soon"]).status == 1)
         let evict = try cli.run(["evict", "--to", "50k"])
         #expect(evict.status == 0 && evict.output.hasPrefix("evicted 6 entries"))
         #expect(try cli.run(["get", "k0"]).status == 1)

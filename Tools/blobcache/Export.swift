@@ -22,7 +22,7 @@ struct Export: ParsableCommand {
         var refused = 0, written = 0
         for key in keys {
             guard Self.isSafe(key) else {
-                Failure.say("refusing key '\(Output.escaped(key))': it would escape \(destination)")
+                Failure.say("refusing key '\(BlobCache.escapedKey(key))': it would escape \(destination)")
                 refused += 1
                 continue
             }

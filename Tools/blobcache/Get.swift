@@ -15,7 +15,7 @@ struct Get: ParsableCommand {
         let value = try Failure.running { try cache.bytes(forKey: key) }
         try Failure.running { try cache.close() }
         guard let value else {
-            Failure.say("no entry for key '\(Output.escaped(key))'")
+            Failure.say("no entry for key '\(BlobCache.escapedKey(key))'")
             throw ExitCode(Failure.notFound)
         }
         if let output {

@@ -32,7 +32,7 @@ struct List: ParsableCommand {
         if json { return try Output.json(rows) }
         var text = ""
         for row in rows {
-            text += "\(Output.escaped(row.key))\t\(row.blob)\t\(row.size)\t\(row.storedSize)\t\(row.expiry ?? "never")\t\(row.lastAccess)\n"
+            text += "\(BlobCache.escapedKey(row.key))\t\(row.blob)\t\(row.size)\t\(row.storedSize)\t\(row.expiry ?? "never")\t\(row.lastAccess)\n"
         }
         FileHandle.standardOutput.write(Data(text.utf8))
     }

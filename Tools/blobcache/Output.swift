@@ -10,21 +10,6 @@ enum Output {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// A key for tab-separated output: tab, newline and backslash as `\t`, `\n`, `\\`.
-    static func escaped(_ key: String) -> String {
-        var out = ""
-        out.reserveCapacity(key.utf8.count)
-        for character in key {
-            switch character {
-            case "\t": out += "\\t"
-            case "\n": out += "\\n"
-            case "\\": out += "\\\\"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
-
     /// ISO 8601 in UTC with seconds, e.g. `2026-11-22T01:52:38Z`.
     static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601)

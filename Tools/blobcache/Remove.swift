@@ -16,7 +16,7 @@ struct Remove: ParsableCommand {
         let cache = try global.open()
         var missing = 0
         for key in keys where try !Failure.running({ try cache.removeValue(forKey: key) }) {
-            Failure.say("no entry for key '\(Output.escaped(key))'")
+            Failure.say("no entry for key '\(BlobCache.escapedKey(key))'")
             missing += 1
         }
         try Failure.running { try cache.close() }
