@@ -151,7 +151,7 @@ public final class BlobCache: Sendable {
     ///     for key in try cache.keys() { print(key) }
     public func keys() throws -> [String] {
         try withEngine { engine in
-            engine.index.journalOrder().map { engine.index.entry(at: $0).key }
+            engine.index.journalOrder().map { engine.index.key(at: $0) }
                 .filter { !$0.hasPrefix(CacheEngine.contentAddressedKeyPrefix) }
         }
     }

@@ -41,7 +41,7 @@ extension CacheEngine {
     /// record (codec, stored size) gets its record corrected.
     func dropEntriesWithDamagedBlobs() throws {
         var damaged = Set<BlobID>()
-        for (id, blob) in index.blobs {
+        for (id, blob) in index.storedBlobs {
             let location = store.location(of: blob.info)
             switch try BlobStore.read(blob.info, at: location) {
             case .failure:
@@ -58,9 +58,9 @@ extension CacheEngine {
             }
         }
         var slots: [Int32] = []
-        for (_, slot) in index.slotOfKey where damaged.contains(index.entry(at: slot).blob) { slots.append(slot) }
+        for slot in index.liveSlots where damaged.contains(index.blob(ofEntry: slot).id) { slots.append(slot) }
         for slot in slots {
-            let id = index.entry(at: slot).blob
+            let id = index.blob(ofEntry: slot).id
             let info = index.blob(id)?.info
             try remove(slot: slot, reason: .repair)
             // A corrupt loose file still on disk is deleted with its last entry (dispose did it).

@@ -133,8 +133,8 @@ struct CacheChecker {
         }
         guard let index else { return }
         let objects = directory.appending("objects")
-        for (key, slot) in index.slotOfKey {
-            let id = index.entry(at: slot).blob
+        for (key, slot) in index.keyedSlots {
+            let id = index.blob(ofEntry: slot).id
             if case .loose = index.blob(id)!.info.place, !seen.contains(id) {
                 error("missing-blob", BlobCache.escapedKey(key), BlobStore.loosePath(of: id, in: objects), "entry's blob \(id) is missing")
             }
@@ -168,7 +168,7 @@ struct CacheChecker {
             }
             guard let index else { continue }
             image.withUnsafeBytes { bytes in
-                for (id, blob) in index.blobs {
+                for (id, blob) in index.storedBlobs {
                     guard case .packed(number, let offset) = blob.info.place else { continue }
                     report.blobsChecked += 1
                     report.bytesChecked += blob.info.footprint
@@ -190,8 +190,8 @@ struct CacheChecker {
             }
         }
         guard let index else { return }
-        for (key, slot) in index.slotOfKey {
-            let id = index.entry(at: slot).blob
+        for (key, slot) in index.keyedSlots {
+            let id = index.blob(ofEntry: slot).id
             if case .packed(let number, _) = index.blob(id)!.info.place, !present.contains(number) {
                 error("missing-blob", BlobCache.escapedKey(key), packs.appending(PackFormat.fileName(of: number)),
                       "entry's blob \(id) is in a missing pack segment")

@@ -28,7 +28,7 @@ extension CacheEngine {
     func removeExpired() throws -> Int {
         let time = now()
         var expired: [Int32] = []
-        for (_, slot) in index.slotOfKey where index.entry(at: slot).expiry <= time { expired.append(slot) }
+        for slot in index.liveSlots where index.entry(at: slot).expiry <= time { expired.append(slot) }
         for slot in expired { try remove(slot: slot, reason: .expired) }
         try journal.flush()
         return expired.count
@@ -74,7 +74,7 @@ extension CacheEngine {
         victims.sort()
         let victimSet = Set(victims)
         var moving: [UInt32: [BlobInfo]] = [:]
-        for (_, blob) in index.blobs {
+        for (_, blob) in index.storedBlobs {
             if case .packed(let segment, _) = blob.info.place, victimSet.contains(segment) {
                 moving[segment, default: []].append(blob.info)
             }
@@ -117,15 +117,15 @@ extension CacheEngine {
             let entry = index.entry(at: cursor)
             if !entry.orderJournaled || entry.access != entry.journaledAccess { writing = true }
             if writing {
-                journal.append(.access(key: entry.key, time: entry.access))
+                journal.append(.access(key: index.key(at: cursor), time: entry.access))
                 index.markJournaled(slot: cursor)
             }
             cursor = entry.newer
         }
-        for (_, slot) in index.slotOfKey {
+        for slot in index.liveSlots {
             let entry = index.entry(at: slot)
             if entry.pinned && entry.access != entry.journaledAccess {
-                journal.append(.access(key: entry.key, time: entry.access))
+                journal.append(.access(key: index.key(at: slot), time: entry.access))
                 index.markJournaled(slot: slot)
             }
         }

@@ -93,10 +93,8 @@ extension CacheEngine {
     func trimNewestSegment() throws {
         guard let newest = store.activeSegmentNumber else { return }
         var end = Int64(PackFormat.segmentHeaderSize)
-        for (_, blob) in index.blobs {
-            if case .packed(newest, let offset) = blob.info.place {
-                end = max(end, Int64(offset) + Int64(blob.info.footprint))
-            }
+        index.forEachBlob { blob in
+            if blob.segment == newest { end = max(end, Int64(blob.offset) + Int64(blob.info.footprint)) }
         }
         if (store.segmentSizes[newest] ?? 0) < Int64(PackFormat.segmentHeaderSize) {
             try store.deleteSegment(newest)   // a crash while it was being started: it holds nothing

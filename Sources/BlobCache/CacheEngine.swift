@@ -81,12 +81,13 @@ final class CacheEngine: @unchecked Sendable {
     /// Refuses a set that could never fit: a value over the byte cap, or pinned entries (which
     /// eviction cannot touch) that would exceed a cap together with this one.
     private func checkRoom(for blob: BlobInfo, key: String) throws {
-        let replaced = index.slot(of: key).map { index.entry(at: $0) }
+        let replacedSlot = index.slot(of: key)
+        let replaced = replacedSlot.map { index.entry(at: $0) }
         if let max = limits.maxStoredBytes {
             if blob.footprint > max { throw BlobCacheError.valueTooLarge(storedBytes: blob.footprint, limit: max) }
             var floor = index.pinnedStoredBytes
             if (index.blob(blob.id)?.pinnedReferences ?? 0) == 0 { floor += blob.footprint }
-            if let replaced, replaced.pinned, replaced.blob != blob.id, let old = index.blob(replaced.blob),
+            if let replacedSlot, let replaced, replaced.pinned, case let old = index.blob(ofEntry: replacedSlot), old.id != blob.id,
                old.pinnedReferences == 1 {
                 floor -= old.info.footprint
             }
@@ -133,7 +134,7 @@ final class CacheEngine: @unchecked Sendable {
             try journal.flush()
         }
         counters.hits += 1
-        let info = index.blob(entry.blob)!.info
+        let info = index.blob(at: entry.blob).info
         return ReadTicket(info: info, location: store.location(of: info))
     }
 
@@ -149,7 +150,7 @@ final class CacheEngine: @unchecked Sendable {
     func blobFailed(_ info: BlobInfo, damage: BlobDamage) throws -> BlobCacheError? {
         guard let current = index.blob(info.id), current.info.place == info.place else { return nil }
         var keys: [String] = []
-        for (key, slot) in index.slotOfKey where index.entry(at: slot).blob == info.id { keys.append(key) }
+        for (key, slot) in index.keyedSlots where index.blob(ofEntry: slot).id == info.id { keys.append(key) }
         for key in keys { try remove(slot: index.slot(of: key)!, reason: .repair) }
         try journal.flush()
         counters.corruptReads += 1
@@ -162,7 +163,7 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Drops one entry, journaling why, and deletes its blob if that was its last reference.
     func remove(slot: Int32, reason: RemovalReason) throws {
-        let key = index.entry(at: slot).key
+        let key = index.key(at: slot)
         if let released = index.remove(slot: slot) { dispose(released) }
         journal.append(.remove(key: key, reason: reason))
         switch reason {

@@ -1,31 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The in-memory index: entries by key, blobs by id with reference counts, and an intrusive
 /// doubly linked LRU list over the unpinned entries. Every operation is O(1) (amortised), so
 /// eviction never scans or sorts. Not thread-safe: the cache owns it under its lock.
+///
+/// Flat storage, about 140 bytes an entry plus its key: entries and blobs are plain structs in
+/// arrays, keys are UTF-8 in one arena, and two `SlotTable`s map keys and ids to slots. A
+/// snapshot (`IndexSnapshot`) restores it without hashing or allocating per entry.
 struct CacheIndex {
+    /// One key's entry. Its key lives in the arena; `blob` is the slot of its blob.
     struct Entry {
-        var key: String
-        var blob: BlobID
         var created: Int64
         var expiry: Int64
         var access: Int64
+        var journaledAccess: Int64
+        var keyOffset: UInt32
+        var keyLength: UInt32
+        /// Low 32 bits of the key's `KeyHash`.
+        var keyHash: UInt32
+        /// The blob's slot; -1 while the entry slot is free.
+        var blob: Int32
+        var older: Int32 = -1
+        var newer: Int32 = -1
         var pinned: Bool
         /// False when the entry moved in LRU order since the journal last said where it is.
         var orderJournaled: Bool
-        var journaledAccess: Int64
-        var older: Int32 = -1
-        var newer: Int32 = -1
     }
 
+    /// One stored blob and how many entries refer to it.
     struct Blob {
-        var info: BlobInfo
+        let id: BlobID
+        var rawLength: Int64
+        var payloadLength: Int64
+        var offset: UInt64
+        /// Pack segment number, or `Blob.loose`.
+        var segment: UInt32
         var references: Int32
         var pinnedReferences: Int32
+        var codec: CodecTag
+
+        static let loose = UInt32.max
+
+        init(_ info: BlobInfo, references: Int32 = 0, pinnedReferences: Int32 = 0) {
+            id = info.id
+            rawLength = Int64(info.rawLength)
+            payloadLength = Int64(info.payloadLength)
+            codec = info.codec
+            (segment, offset) = Self.encode(info.place)
+            self.references = references
+            self.pinnedReferences = pinnedReferences
+        }
+
+        var info: BlobInfo {
+            BlobInfo(id: id, codec: codec, rawLength: Int(rawLength), payloadLength: Int(payloadLength),
+                     place: segment == Self.loose ? .loose : .packed(segment: segment, offset: offset))
+        }
+
+        mutating func move(to info: BlobInfo) {
+            codec = info.codec
+            payloadLength = Int64(info.payloadLength)
+            (segment, offset) = Self.encode(info.place)
+        }
+
+        private static func encode(_ place: BlobPlace) -> (UInt32, UInt64) {
+            switch place {
+            case .loose: (loose, 0)
+            case .packed(let segment, let offset): (segment, offset)
+            }
+        }
     }
 
+    /// Seeds `KeyHash`; random per cache, kept by snapshots.
+    let seed: UInt64
     private(set) var entries: [Entry] = []
-    private var freeSlots: [Int32] = []
-    private(set) var slotOfKey: [String: Int32] = [:]
-    private(set) var blobs: [BlobID: Blob] = [:]
+    private var freeEntries: [Int32] = []
+    private var keyArena: [UInt8] = []
+    /// Arena bytes of keys no live entry uses; the arena is compacted when they outweigh the rest.
+    private var deadKeyBytes = 0
+    private var keyTable = SlotTable()
+    private(set) var blobs: [Blob] = []
+    private var freeBlobs: [Int32] = []
+    private var blobTable = SlotTable()
     /// Least recently used unpinned entry, and most recently used.
     private(set) var oldest: Int32 = -1
     private(set) var newest: Int32 = -1
@@ -41,26 +100,80 @@ struct CacheIndex {
     private var liveBytesBySegment: [Int] = []
     private(set) var livePackedBytes = 0
 
-    var entryCount: Int { slotOfKey.count }
+    init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
+
+    var entryCount: Int { keyTable.count }
+    var blobCount: Int { blobTable.count }
 
     /// Makes room for about `count` entries and blobs, so replay does not rehash as it grows.
     mutating func reserveCapacity(_ count: Int) {
-        slotOfKey.reserveCapacity(count)
-        blobs.reserveCapacity(count)
+        guard count > entries.count else { return }
         entries.reserveCapacity(count)
+        blobs.reserveCapacity(count)
+        if keyTable.count == 0 { keyTable = SlotTable(capacity: count) }
+        if blobTable.count == 0 { blobTable = SlotTable(capacity: count) }
     }
-    var blobCount: Int { blobs.count }
 
     // MARK: Lookup
 
-    func slot(of key: String) -> Int32? { slotOfKey[key] }
+    func slot(of key: String) -> Int32? {
+        var key = key
+        return key.withUTF8 { slot(ofKeyBytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    func slot(ofKeyBytes key: UnsafeRawBufferPointer) -> Int32? {
+        let hash = KeyHash.hash(key, seed: seed)
+        let short = UInt32(truncatingIfNeeded: hash)
+        return entries.withUnsafeBufferPointer { entries in
+            keyArena.withUnsafeBytes { arena in
+                keyTable.find(hash: UInt64(short)) { slot in
+                    let entry = entries[Int(slot)]
+                    guard entry.keyHash == short, Int(entry.keyLength) == key.count else { return false }
+                    return key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyOffset), key.baseAddress!, key.count) == 0
+                }
+            }
+        }
+    }
+
     func entry(at slot: Int32) -> Entry { entries[Int(slot)] }
-    func blob(_ id: BlobID) -> Blob? { blobs[id] }
+
+    func key(at slot: Int32) -> String {
+        let entry = entries[Int(slot)]
+        return keyArena.withUnsafeBytes { arena in
+            String(decoding: arena[Int(entry.keyOffset)..<Int(entry.keyOffset) + Int(entry.keyLength)], as: UTF8.self)
+        }
+    }
+
+    func blob(_ id: BlobID) -> Blob? { blobSlot(of: id).map { blobs[Int($0)] } }
+    func blob(at slot: Int32) -> Blob { blobs[Int(slot)] }
+    /// The blob entry `slot` refers to.
+    func blob(ofEntry slot: Int32) -> Blob { blobs[Int(entries[Int(slot)].blob)] }
 
     func record(at slot: Int32) -> EntryRecord {
         let entry = entries[Int(slot)]
-        return EntryRecord(key: entry.key, blob: blobs[entry.blob]!.info, pinned: entry.pinned,
+        return EntryRecord(key: key(at: slot), blob: blobs[Int(entry.blob)].info, pinned: entry.pinned,
                            created: entry.created, expiry: entry.expiry, access: entry.access)
+    }
+
+    /// Every live entry's slot, in slot order.
+    var liveSlots: [Int32] {
+        var slots: [Int32] = []
+        slots.reserveCapacity(entryCount)
+        for (slot, entry) in entries.enumerated() where entry.blob >= 0 { slots.append(Int32(slot)) }
+        return slots
+    }
+
+    /// Every live entry's key and slot (a copy: callers may change the index while walking it).
+    var keyedSlots: [(key: String, slot: Int32)] { liveSlots.map { (key(at: $0), $0) } }
+
+    /// Every stored blob with its id (a copy: callers may change the index while walking it).
+    var storedBlobs: [(id: BlobID, blob: Blob)] {
+        blobs.compactMap { $0.references > 0 ? ($0.id, $0) : nil }
+    }
+
+    /// Calls `body` with every stored blob.
+    func forEachBlob(_ body: (Blob) throws -> Void) rethrows {
+        for blob in blobs where blob.references > 0 { try body(blob) }
     }
 
     /// Unpinned entries from least to most recently used.
@@ -75,10 +188,10 @@ struct CacheIndex {
         return order
     }
 
-    /// Every live slot: pinned entries first, then unpinned ones from least to most recent.
+    /// Every live slot: pinned entries first (oldest access first), then unpinned ones from
+    /// least to most recent.
     func journalOrder() -> [Int32] {
-        var pinned: [Int32] = []
-        for (_, slot) in slotOfKey where entries[Int(slot)].pinned { pinned.append(slot) }
+        var pinned = liveSlots.filter { entries[Int($0)].pinned }
         pinned.sort { entries[Int($0)].access < entries[Int($1)].access }
         return pinned + lruOrder()
     }
@@ -91,40 +204,48 @@ struct CacheIndex {
     mutating func upsert(_ record: EntryRecord, orderJournaled: Bool) -> BlobInfo? {
         // Retain first: when the key already holds this blob, releasing the old entry first
         // would drop the blob's last reference and delete it.
-        retain(record.blob, pinned: record.pinned)
-        let entry = Entry(key: record.key, blob: record.blob.id, created: record.created, expiry: record.expiry,
-                          access: record.access, pinned: record.pinned, orderJournaled: orderJournaled,
-                          journaledAccess: record.access)
-        let slot: Int32
-        if let free = freeSlots.popLast() {
-            slot = free
-            entries[Int(slot)] = entry
-        } else {
-            slot = Int32(entries.count)
-            entries.append(entry)
+        let blob = retain(record.blob, pinned: record.pinned)
+        var key = record.key
+        return key.withUTF8 { utf8 -> BlobInfo? in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            let replaced = slot(ofKeyBytes: bytes)
+            let hash = UInt32(truncatingIfNeeded: KeyHash.hash(bytes, seed: seed))
+            let slot = newEntrySlot(Entry(
+                created: record.created, expiry: record.expiry, access: record.access,
+                journaledAccess: record.access, keyOffset: 0, keyLength: 0, keyHash: hash, blob: blob,
+                pinned: record.pinned, orderJournaled: orderJournaled))
+            if let replaced {
+                // The new entry takes over the old one's key bytes and bucket.
+                entries[Int(slot)].keyOffset = entries[Int(replaced)].keyOffset
+                entries[Int(slot)].keyLength = entries[Int(replaced)].keyLength
+                keyTable.replace(replaced, with: slot, hash: UInt64(hash))
+            } else {
+                entries[Int(slot)].keyOffset = appendKey(bytes)
+                entries[Int(slot)].keyLength = UInt32(bytes.count)
+                keyTable.insert(slot, hash: UInt64(hash), hashOf: keyHashOf)
+            }
+            entryLogicalBytes += record.blob.rawLength
+            if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
+            return replaced.flatMap { detach(slot: $0, keepingKey: true) }
         }
-        entryLogicalBytes += record.blob.rawLength
-        if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
-        // One hash for the key whether it is new or replaced.
-        guard let replaced = slotOfKey.updateValue(slot, forKey: record.key) else { return nil }
-        return detach(slot: replaced)
     }
 
     /// Drops the entry in `slot`; returns its blob if that was the last reference.
     @discardableResult
     mutating func remove(slot: Int32) -> BlobInfo? {
-        slotOfKey[entries[Int(slot)].key] = nil
-        return detach(slot: slot)
+        keyTable.remove(slot, hash: UInt64(entries[Int(slot)].keyHash), hashOf: keyHashOf)
+        return detach(slot: slot, keepingKey: false)
     }
 
-    /// Frees a slot the key map no longer points at: LRU link, counts, blob reference.
-    private mutating func detach(slot: Int32) -> BlobInfo? {
+    /// Frees a slot the key table no longer points at: LRU link, counts, key bytes, blob reference.
+    private mutating func detach(slot: Int32, keepingKey: Bool) -> BlobInfo? {
         let entry = entries[Int(slot)]
         if entry.pinned { pinnedEntries -= 1 } else { unlink(slot) }
-        entryLogicalBytes -= blobs[entry.blob]!.info.rawLength
-        entries[Int(slot)].key = ""
-        freeSlots.append(slot)
-        return release(entry.blob, pinned: entry.pinned)
+        entryLogicalBytes -= Int(blobs[Int(entry.blob)].rawLength)
+        entries[Int(slot)].blob = -1
+        freeEntries.append(slot)
+        if !keepingKey { releaseKey(length: Int(entry.keyLength)) }
+        return release(blobSlot: entry.blob, pinned: entry.pinned)
     }
 
     /// Marks an entry used at `time` and moves it to the most recent end.
@@ -149,73 +270,134 @@ struct CacheIndex {
 
     /// Records that a blob was rewritten (moved, or re-encoded): new place, codec and size.
     mutating func relocate(_ info: BlobInfo) {
-        guard var blob = blobs[info.id] else { return }
-        account(blob, sign: -1)
-        blob.info = info
-        account(blob, sign: 1)
-        blobs[info.id] = blob
-    }
-
-    private mutating func account(_ blob: Blob, sign: Int) {
-        storedBytes += sign * blob.info.footprint
-        if blob.pinnedReferences > 0 { pinnedStoredBytes += sign * blob.info.footprint }
-        accountPack(blob.info, sign: sign)
+        guard let slot = blobSlot(of: info.id) else { return }
+        account(blobs[Int(slot)], sign: -1)
+        blobs[Int(slot)].move(to: info)
+        account(blobs[Int(slot)], sign: 1)
     }
 
     /// Drops every entry (or only unpinned ones); returns the blobs whose last reference went.
     mutating func removeAll(includingPinned: Bool) -> [BlobInfo] {
         var released: [BlobInfo] = []
-        for slot in Array(slotOfKey.values) where includingPinned || !entries[Int(slot)].pinned {
+        for slot in liveSlots where includingPinned || !entries[Int(slot)].pinned {
             if let blob = remove(slot: slot) { released.append(blob) }
         }
         return released
     }
 
+    /// Bytes of live records in pack segment `number`.
+    func liveBytes(inSegment number: UInt32) -> Int {
+        Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0
+    }
+
+    /// Bytes the index's own storage takes (arrays at their capacity, tables, key arena).
+    var footprint: Int {
+        entries.capacity * MemoryLayout<Entry>.stride + blobs.capacity * MemoryLayout<Blob>.stride
+            + keyArena.capacity + keyTable.footprint + blobTable.footprint
+            + (freeEntries.capacity + freeBlobs.capacity) * MemoryLayout<Int32>.stride
+    }
+
     // MARK: Private
 
-    private mutating func retain(_ info: BlobInfo, pinned: Bool) {
-        // One hash: the default-subscript modify finds or inserts in place.
-        let (isNew, pinnedFootprint) = Self.addReference(
-            to: &blobs[info.id, default: Blob(info: info, references: 0, pinnedReferences: 0)], pinned: pinned)
-        if isNew {
+    private var keyHashOf: (Int32) -> UInt64 {
+        { [entries] slot in UInt64(entries[Int(slot)].keyHash) }
+    }
+
+    private func blobSlot(of id: BlobID) -> Int32? {
+        blobs.withUnsafeBufferPointer { blobs in
+            blobTable.find(hash: KeyHash.hash(id, seed: seed)) { blobs[Int($0)].id == id }
+        }
+    }
+
+    private mutating func newEntrySlot(_ entry: Entry) -> Int32 {
+        if let free = freeEntries.popLast() {
+            entries[Int(free)] = entry
+            return free
+        }
+        entries.append(entry)
+        return Int32(entries.count - 1)
+    }
+
+    private mutating func appendKey(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        let offset = keyArena.count
+        precondition(offset + bytes.count <= Int(UInt32.max), "keys take more than 4 GiB")
+        keyArena.append(contentsOf: bytes)
+        return UInt32(offset)
+    }
+
+    private mutating func releaseKey(length: Int) {
+        deadKeyBytes += length
+        if deadKeyBytes > max(1 << 16, keyArena.count / 2) { compactKeys() }
+    }
+
+    /// Rewrites the arena with only live keys, in slot order.
+    private mutating func compactKeys() {
+        var arena: [UInt8] = []
+        arena.reserveCapacity(keyArena.count - deadKeyBytes)
+        keyArena.withUnsafeBytes { old in
+            for slot in entries.indices where entries[slot].blob >= 0 {
+                let start = Int(entries[slot].keyOffset)
+                entries[slot].keyOffset = UInt32(arena.count)
+                arena.append(contentsOf: old[start..<start + Int(entries[slot].keyLength)])
+            }
+        }
+        keyArena = arena
+        deadKeyBytes = 0
+    }
+
+    /// Counts one more reference to `info`'s blob, adding it when new; returns its slot.
+    private mutating func retain(_ info: BlobInfo, pinned: Bool) -> Int32 {
+        let slot: Int32
+        if let existing = blobSlot(of: info.id) {
+            slot = existing
+        } else {
+            let blob = Blob(info)
+            if let free = freeBlobs.popLast() {
+                slot = free
+                blobs[Int(slot)] = blob
+            } else {
+                slot = Int32(blobs.count)
+                blobs.append(blob)
+            }
+            blobTable.insert(slot, hash: KeyHash.hash(info.id, seed: seed), hashOf: blobHashOf)
             logicalBytes += info.rawLength
             storedBytes += info.footprint
             accountPack(info, sign: 1)
         }
-        pinnedStoredBytes += pinnedFootprint
-    }
-
-    /// Counts one more reference; says whether the blob is new, and the footprint that became
-    /// pinned (0 unless this is its first pinned reference).
-    private static func addReference(to blob: inout Blob, pinned: Bool) -> (isNew: Bool, pinnedFootprint: Int) {
-        let isNew = blob.references == 0
-        blob.references += 1
-        guard pinned else { return (isNew, 0) }
-        blob.pinnedReferences += 1
-        return (isNew, blob.pinnedReferences == 1 ? blob.info.footprint : 0)
-    }
-
-    private mutating func release(_ id: BlobID, pinned: Bool) -> BlobInfo? {
-        guard var blob = blobs[id] else { return nil }
-        blob.references -= 1
+        blobs[Int(slot)].references += 1
         if pinned {
-            blob.pinnedReferences -= 1
-            if blob.pinnedReferences == 0 { pinnedStoredBytes -= blob.info.footprint }
+            blobs[Int(slot)].pinnedReferences += 1
+            if blobs[Int(slot)].pinnedReferences == 1 { pinnedStoredBytes += blobs[Int(slot)].info.footprint }
         }
-        guard blob.references == 0 else {
-            blobs[id] = blob
-            return nil
-        }
-        blobs[id] = nil
-        logicalBytes -= blob.info.rawLength
-        storedBytes -= blob.info.footprint
-        accountPack(blob.info, sign: -1)
-        return blob.info
+        return slot
     }
 
-    /// Bytes of live records in pack segment `number`.
-    func liveBytes(inSegment number: UInt32) -> Int {
-        Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0
+    private var blobHashOf: (Int32) -> UInt64 {
+        { [blobs, seed] slot in KeyHash.hash(blobs[Int(slot)].id, seed: seed) }
+    }
+
+    private mutating func release(blobSlot slot: Int32, pinned: Bool) -> BlobInfo? {
+        let footprint = blobs[Int(slot)].info.footprint
+        blobs[Int(slot)].references -= 1
+        if pinned {
+            blobs[Int(slot)].pinnedReferences -= 1
+            if blobs[Int(slot)].pinnedReferences == 0 { pinnedStoredBytes -= footprint }
+        }
+        guard blobs[Int(slot)].references == 0 else { return nil }
+        let info = blobs[Int(slot)].info
+        blobTable.remove(slot, hash: KeyHash.hash(info.id, seed: seed), hashOf: blobHashOf)
+        freeBlobs.append(slot)
+        logicalBytes -= info.rawLength
+        storedBytes -= footprint
+        accountPack(info, sign: -1)
+        return info
+    }
+
+    private mutating func account(_ blob: Blob, sign: Int) {
+        let info = blob.info
+        storedBytes += sign * info.footprint
+        if blob.pinnedReferences > 0 { pinnedStoredBytes += sign * info.footprint }
+        accountPack(info, sign: sign)
     }
 
     private mutating func accountPack(_ info: BlobInfo, sign: Int) {

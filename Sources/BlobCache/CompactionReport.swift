@@ -79,7 +79,7 @@ extension CacheEngine {
     /// compressing did not pay are tried again too). Ids do not change.
     private func recompress(to codec: Codec) throws -> Int {
         var count = 0
-        for (id, blob) in index.blobs where blob.info.codec != codec.tag {
+        for (id, blob) in index.storedBlobs where blob.info.codec != codec.tag {
             guard let location = store.location(of: blob.info),
                   case .success(let value) = try BlobStore.read(blob.info, at: location) else { continue }
             let prepared = value.withUnsafeBytes {

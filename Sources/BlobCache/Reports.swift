@@ -135,9 +135,9 @@ extension CacheEngine {
 
     func info(at slot: Int32) -> BlobCache.EntryInfo {
         let entry = index.entry(at: slot)
-        let blob = index.blob(entry.blob)!.info
+        let blob = index.blob(at: entry.blob).info
         return BlobCache.EntryInfo(
-            key: entry.key, blobID: blob.id, size: blob.rawLength, storedSize: blob.footprint,
+            key: index.key(at: slot), blobID: blob.id, size: blob.rawLength, storedSize: blob.footprint,
             codec: blob.codec.name, place: blob.place, created: Nanoseconds.date(entry.created),
             expiry: entry.expiry == Nanoseconds.never ? nil : Nanoseconds.date(entry.expiry),
             lastAccess: Nanoseconds.date(entry.access), pinned: entry.pinned)
