@@ -207,6 +207,7 @@ public final class BlobCache: Sendable {
             try open.persistRecency()
             try open.compactJournalIfRedundant()
             try open.journal.sync()
+            open.writeSnapshotIfWorthIt()
             try? open.lifetimeCounters.save(in: open.directory)
         }
     }

@@ -37,6 +37,12 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.low = low
     }
 
+    /// An id from its digest as two words (the first 8 bytes, most significant first, and the last 8).
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
     /// Parses 32 hexadecimal characters (either case); `nil` for anything else.
     ///
     ///     let id = BlobID(hex: "5d41402abc4b2a76b9719d911017c592")

@@ -14,6 +14,8 @@ extension CacheChecker {
         var configuration = BlobCache.Configuration()
         configuration.maxStoredBytes = limits.maxStoredBytes
         configuration.maxEntries = limits.maxEntries
+        // The snapshot only speeds up opening: repair replays the whole journal, the authority.
+        _ = try FileIO.remove(CacheEngine.snapshotPath(in: directory))
         let (engine, _) = try CacheEngine.open(directory: directory, configuration: configuration, limits: limits)
         for finding in findings where finding.problem == "unknown-file" || finding.problem == "pack-corrupt" {
             removeTree(FilePath(finding.path))

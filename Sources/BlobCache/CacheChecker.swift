@@ -98,8 +98,40 @@ struct CacheChecker {
         case .corrupt(let offset, let reason):
             error("journal-checksum", "-", path, "\(reason) at byte \(offset); records after it are not trusted")
         }
+        if case .clean = walk.end { checkSnapshot(against: index, journal: image, salt: header.salt) }
         report.entriesChecked = index.entryCount
         return index
+    }
+
+    /// Checks `DIR/index`, if there is one: intact, and restoring it then replaying the rest of
+    /// the journal gives exactly the index a full replay gave.
+    private mutating func checkSnapshot(against replayed: CacheIndex, journal: [UInt8], salt: UInt64) {
+        let path = CacheEngine.snapshotPath(in: directory)
+        guard let image = try? FileIO.readWholeFile(path) else { return }
+        let problem: (id: String, detail: String)? = image.withUnsafeBytes { bytes in
+            let header: IndexSnapshot.Header
+            switch IndexSnapshot.parseHeader(bytes) {
+            case .failure(let damage): return ("snapshot-corrupt", "\(damage.kind): \(damage.detail)")
+            case .success(let parsed): header = parsed
+            }
+            guard header.journalSalt == salt, header.journalLength <= Int64(journal.count),
+                  header.journalLength >= Int64(JournalFormat.headerSize) else {
+                return ("snapshot-stale", "reflects another journal (it is not used; the next open deletes it)")
+            }
+            guard var restored = IndexSnapshot.restore(bytes, header: header) else {
+                return ("snapshot-corrupt", "body CRC mismatch or inconsistent records")
+            }
+            let tail = journal.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[Int(header.journalLength)...]) }
+            let walk = JournalReader.walk(records: tail, at: Int(header.journalLength), salt: salt) { record, _ in
+                restored.apply(record)
+            }
+            guard walk.end == .clean else {
+                return ("snapshot-mismatch", "the journal after byte \(header.journalLength) does not start at a record")
+            }
+            return restored.firstDifference(from: replayed).map { ("snapshot-mismatch", $0) }
+        }
+        guard let problem else { return }
+        if problem.id == "snapshot-stale" { note(problem.id, "-", path, problem.detail) } else { error(problem.id, "-", path, problem.detail) }
     }
 
     private mutating func checkLooseBlobs(_ blobs: [(id: BlobID, path: FilePath)], index: CacheIndex?) {

@@ -17,6 +17,7 @@ extension CacheEngine {
         let order = index.journalOrder()
         let records = order.map { JournalRecord.set(index.record(at: $0)) }
         try journal.rewrite(with: records, created: now())
+        try deleteSnapshot()
         for slot in order { index.markJournaled(slot: slot) }
         counters.journalCompactions += 1
     }

@@ -11,42 +11,59 @@ extension CacheEngine {
                                   synchronous: synchronous)
         let journalPath = directory.appending("journal")
         try FileIO.remove(FilePath(journalPath.string + ".tmp"))
+        try FileIO.remove(FilePath(snapshotPath(in: directory).string + ".tmp"))
         var report = BlobCache.OpenReport()
         let clock = configuration.clock
         let now = Nanoseconds.from(clock.now())
-        let image = try FileIO.readWholeFile(journalPath)
-
         var index = CacheIndex()
         var journal: JournalFile?
         var rebuild: String?
-        if let image {
+        var snapshotCoverage: Int64?
+        if let fd = try FileIO.openIfExists(journalPath, .readWrite) {
+            var image = try FileIO.read(fd, count: JournalFormat.headerSize, at: 0, path: journalPath)
             let header = image.withUnsafeBytes { JournalFormat.decodeHeader($0) }
             switch header {
             case .failure(.newerVersion(let version)):
+                try? fd.close()
                 throw BlobCacheError.unsupportedFormat(path: journalPath.string, version: version)
             case .failure(.damaged(let reason)):
+                try? fd.close()
                 rebuild = reason
             case .success(let header):
-                // Size the index once for the records there are (a compacted journal has one per
-                // entry), so replay never rehashes and the tables are not oversized.
-                index.reserveCapacity(image.withUnsafeBytes(JournalReader.countFrames))
-                let walk = image.withUnsafeBytes { bytes in
-                    JournalReader.walk(bytes, salt: header.salt) { record, _ in index.apply(record) }
+                let fileSize = try FileIO.fileSize(fd, path: journalPath)
+                // With a snapshot that matches, only the records after it are read and replayed.
+                var start = Int64(JournalFormat.headerSize), priorRecords = 0
+                if let snapshot = try restoreSnapshot(in: directory, journalSalt: header.salt, journalSize: fileSize) {
+                    index = snapshot.index
+                    start = snapshot.header.journalLength
+                    priorRecords = snapshot.header.journalRecords
+                    snapshotCoverage = start
+                    report.restoredFromSnapshot = true
+                }
+                image = try FileIO.read(fd, count: Int(fileSize - start), at: start, path: journalPath)
+                let walk = image.withUnsafeBytes { records in
+                    if !report.restoredFromSnapshot {
+                        // Size the index once for the records there are (a compacted journal has one per
+                        // entry), so replay never rehashes and the tables are not oversized.
+                        index.reserveCapacity(JournalReader.countFrames(records: records))
+                    }
+                    return JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in
+                        index.apply(record)
+                    }
                 }
                 report.replayedRecords = walk.records
-                let fd = try FileIO.open(journalPath, .readWrite)
-                var size = Int64(image.count)
+                var size = fileSize
                 switch walk.end {
                 case .clean: break
                 case .tornTail(let validEnd):
                     try FileIO.truncate(fd, to: Int64(validEnd), path: journalPath)
                     size = Int64(validEnd)
-                    report.recovery = .truncatedTornTail(at: validEnd, bytesCut: image.count - validEnd)
+                    report.recovery = .truncatedTornTail(at: validEnd, bytesCut: Int(fileSize) - validEnd)
                 case .corrupt(let offset, let reason):
                     report.recovery = .stoppedAtCorruption(offset: offset, reason: reason)
                 }
                 journal = JournalFile(path: journalPath, descriptor: fd, header: header, size: size,
-                                      recordCount: walk.records, synchronous: synchronous)
+                                      recordCount: priorRecords + walk.records, synchronous: synchronous)
             }
         } else if directoryHoldsBlobs(store) {
             rebuild = "journal is missing"
@@ -62,6 +79,8 @@ extension CacheEngine {
             limits: limits, clock: clock,
             accessInterval: Nanoseconds.from(configuration.accessJournalInterval))
         engine.index = index
+        engine.snapshotCoverage = snapshotCoverage
+        engine.snapshotThreshold = configuration.snapshotThreshold
         if journal == nil || report.recovery.requiresRewrite {
             try engine.compactJournal()
         }

@@ -15,6 +15,9 @@ final class CacheEngine: @unchecked Sendable {
     /// This session's counts; `lifetimeCounters` adds those saved by earlier sessions.
     var counters = BlobCache.Counters()
     var savedCounters = BlobCache.Counters()
+    /// Journal bytes the snapshot file on disk reflects; `nil` when there is none that matches.
+    var snapshotCoverage: Int64?
+    var snapshotThreshold: Int64 = 64 * 1024
     var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
     init(directory: FilePath, store: BlobStore, journal: JournalFile, limits: BlobCache.Limits,

@@ -102,6 +102,51 @@ struct CacheIndex {
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
 
+    /// Rebuilds an index from a snapshot's parts: `entries` pinned first, then unpinned ones
+    /// from least to most recently used, keys at their offsets in `keyArena`, `blob` fields
+    /// indexing `blobs`. Reference counts, tables, LRU links and totals are recomputed here.
+    /// `nil` when the parts do not make a consistent index.
+    init?(seed: UInt64, restoringEntries entries: [Entry], blobs: [Blob], keyArena: [UInt8]) {
+        self.seed = seed
+        self.entries = entries
+        self.blobs = blobs
+        self.keyArena = keyArena
+        keyTable = SlotTable(capacity: entries.count)
+        blobTable = SlotTable(capacity: blobs.count)
+        for slot in entries.indices {
+            let entry = entries[slot]
+            guard entry.blob >= 0, Int(entry.blob) < blobs.count,
+                  Int(entry.keyOffset) + Int(entry.keyLength) <= keyArena.count else { return nil }
+            self.blobs[Int(entry.blob)].references += 1
+            if entry.pinned {
+                self.blobs[Int(entry.blob)].pinnedReferences += 1
+                pinnedEntries += 1
+            } else {
+                linkNewest(Int32(slot))
+            }
+            entryLogicalBytes += Int(blobs[Int(entry.blob)].rawLength)
+            keyTable.insert(Int32(slot), hash: UInt64(entry.keyHash), hashOf: keyHashOf)
+        }
+        for slot in self.blobs.indices {
+            let blob = self.blobs[slot]
+            guard blob.references > 0 else { return nil }
+            let info = blob.info
+            logicalBytes += info.rawLength
+            storedBytes += info.footprint
+            if blob.pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
+            accountPack(info, sign: 1)
+            blobTable.insert(Int32(slot), hash: KeyHash.hash(blob.id, seed: seed), hashOf: blobHashOf)
+        }
+    }
+
+    /// Calls `body` with the UTF-8 bytes of the key of entry `slot`.
+    func withKeyBytes<Result>(at slot: Int32, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        let entry = entries[Int(slot)]
+        return keyArena.withUnsafeBytes {
+            body(UnsafeRawBufferPointer(rebasing: $0[Int(entry.keyOffset)..<Int(entry.keyOffset) + Int(entry.keyLength)]))
+        }
+    }
+
     var entryCount: Int { keyTable.count }
     var blobCount: Int { blobTable.count }
 
@@ -422,5 +467,25 @@ struct CacheIndex {
         if newer >= 0 { entries[Int(newer)].older = older } else { newest = older }
         entries[Int(slot)].older = -1
         entries[Int(slot)].newer = -1
+    }
+}
+
+extension CacheIndex {
+    /// The first way this index differs from `other` in what the cache serves (keys, their
+    /// blobs, pinning, times, LRU order, blob places), described; `nil` when they agree.
+    func firstDifference(from other: CacheIndex) -> String? {
+        guard entryCount == other.entryCount else { return "\(entryCount) entries, not \(other.entryCount)" }
+        guard blobCount == other.blobCount else { return "\(blobCount) blobs, not \(other.blobCount)" }
+        for slot in other.liveSlots {
+            let key = other.key(at: slot)
+            guard let mine = self.slot(of: key) else { return "key \(BlobCache.escapedKey(key)) is missing" }
+            let (a, b) = (entry(at: mine), other.entry(at: slot))
+            guard blob(ofEntry: mine).info == other.blob(ofEntry: slot).info, a.pinned == b.pinned,
+                  a.created == b.created, a.expiry == b.expiry, a.access == b.access else {
+                return "key \(BlobCache.escapedKey(key)) differs"
+            }
+        }
+        guard lruOrder().map(key(at:)) == other.lruOrder().map(other.key(at:)) else { return "LRU order differs" }
+        return nil
     }
 }

@@ -29,6 +29,9 @@ extension BlobCache {
         public var accessJournalInterval: Duration = .seconds(60)
         /// The clock for creation, access and expiry times.
         public var clock: any CacheClock = SystemClock()
+        /// Journal growth past the index snapshot after which a clean close rewrites it
+        /// (internal: tests lower it to exercise snapshots on small caches).
+        var snapshotThreshold: Int64 = 64 * 1024
 
         /// The default configuration: LZ4, no limits beyond the directory's saved ones, no expiry.
         ///

@@ -26,10 +26,10 @@ enum FileIO {
         }
     }
 
-    /// Opens `path` for reading; `nil` when it does not exist.
-    static func openIfExists(_ path: FilePath) throws -> FileDescriptor? {
+    /// Opens `path` (for reading unless told); `nil` when it does not exist.
+    static func openIfExists(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .readOnly) throws -> FileDescriptor? {
         do {
-            return try FileDescriptor.open(path, .readOnly, options: .closeOnExec, retryOnInterrupt: true)
+            return try FileDescriptor.open(path, mode, options: .closeOnExec, retryOnInterrupt: true)
         } catch Errno.noSuchFileOrDirectory {
             return nil
         } catch let errno as Errno {

@@ -14,8 +14,8 @@ struct JournalReader {
 
     /// How many frames the image holds, by their length fields alone (no checksums): an upper
     /// bound on the entries replay can make, to size the index before it starts.
-    static func countFrames(_ image: UnsafeRawBufferPointer) -> Int {
-        var offset = JournalFormat.headerSize, count = 0
+    static func countFrames(records image: UnsafeRawBufferPointer) -> Int {
+        var offset = 0, count = 0
         while image.count - offset >= JournalFormat.frameSize {
             let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             guard length <= JournalFormat.maxPayload else { break }
@@ -29,27 +29,35 @@ struct JournalReader {
     /// Returns how the walk ended and how many records were good.
     static func walk(_ image: UnsafeRawBufferPointer, salt: UInt64,
                      _ apply: (JournalRecord, _ offset: Int) -> Void) -> (end: End, records: Int) {
+        walk(records: UnsafeRawBufferPointer(rebasing: image[JournalFormat.headerSize...]), at: JournalFormat.headerSize,
+             salt: salt, apply)
+    }
+
+    /// Replays the records in `records`, which are the journal's bytes from file offset `start`
+    /// (a record boundary) to its end. Offsets in the result and in `apply` are file offsets.
+    static func walk(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
+                     _ apply: (JournalRecord, _ offset: Int) -> Void) -> (end: End, records: Int) {
         let seed = JournalFormat.seed(salt: salt)
-        var offset = JournalFormat.headerSize
+        var offset = 0
         var count = 0
         let total = image.count
         while offset < total {
-            guard total - offset >= JournalFormat.frameSize else { return (.tornTail(validEnd: offset), count) }
+            guard total - offset >= JournalFormat.frameSize else { return (.tornTail(validEnd: start + offset), count) }
             let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
             guard length <= JournalFormat.maxPayload else {
-                return (.corrupt(offset: offset, reason: "record length \(length) is impossible"), count)
+                return (.corrupt(offset: start + offset, reason: "record length \(length) is impossible"), count)
             }
             let end = offset + JournalFormat.frameSize + length
-            guard end <= total else { return (.tornTail(validEnd: offset), count) }
+            guard end <= total else { return (.tornTail(validEnd: start + offset), count) }
             let body = UnsafeRawBufferPointer(rebasing: image[(offset + 8)..<end])
             guard CRC32.update(seed, body) == crc else {
-                return (.corrupt(offset: offset, reason: "record CRC mismatch"), count)
+                return (.corrupt(offset: start + offset, reason: "record CRC mismatch"), count)
             }
             guard let record = JournalRecord.decode(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...])) else {
-                return (.corrupt(offset: offset, reason: "record of type \(body[0]) does not parse"), count)
+                return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) does not parse"), count)
             }
-            apply(record, offset)
+            apply(record, start + offset)
             count += 1
             offset = end
         }

@@ -9,8 +9,11 @@ extension BlobCache {
     ///
     ///     if case .stoppedAtCorruption(let offset, _) = cache.openReport.recovery { log(offset) }
     public struct OpenReport: Sendable, Equatable {
-        /// Journal records replayed.
+        /// Journal records replayed (only those after the snapshot when one was restored).
         public var replayedRecords = 0
+        /// Whether the index came from the snapshot written at the last clean close, so that
+        /// only the journal after it was replayed.
+        public var restoredFromSnapshot = false
         /// What had to be repaired, if anything.
         public var recovery: Recovery = .none
         /// Entries found expired and removed.

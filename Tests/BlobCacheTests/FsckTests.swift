@@ -6,7 +6,8 @@ import Testing
 struct FsckTests {
     enum Damage: String, CaseIterable, CustomTestStringConvertible {
         case flipLooseByte, truncateLoose, deleteLoose, flipPackedByte, strayFile, tempFile,
-             cutJournalMidRecord, flipJournalByte, wipeJournalHeader
+             cutJournalMidRecord, flipJournalByte, wipeJournalHeader,
+             flipSnapshotByte, forgedSnapshot, staleSnapshot
         var testDescription: String { rawValue }
     }
 
@@ -62,7 +63,39 @@ struct FsckTests {
         case .wipeJournalHeader:
             patchFile(journal, at: 0, [UInt8](repeating: 0, count: 32))
             return ("journal-bad-header", true, Set(Self.values.keys))
+        case .flipSnapshotByte:
+            try writeSnapshot(root)
+            flipByte(root + "/index", at: IndexSnapshot.headerSize + 20)
+            return ("snapshot-corrupt", true, [])
+        case .forgedSnapshot:
+            // Intact and tied to this journal, but saying something the journal does not.
+            try writeSnapshot(root)
+            let image = readFile(journal)
+            let header = try image.withUnsafeBytes { try JournalFormat.decodeHeader($0).get() }
+            var forged = CacheIndex()
+            forged.upsert(EntryRecord(key: "forged", blob: BlobInfo(id: BlobID(hashing: [1]), codec: .none, rawLength: 1,
+                                                                    payloadLength: 1, place: .loose),
+                                      pinned: false, created: 0, expiry: Nanoseconds.never, access: 0), orderJournaled: true)
+            writeFile(root + "/index", IndexSnapshot.encode(forged, journalSalt: header.salt, journalLength: Int64(image.count),
+                                                            journalRecords: journalRecordOffsets(image).count))
+            return ("snapshot-mismatch", true, [])
+        case .staleSnapshot:
+            try writeSnapshot(root)
+            let snapshot = readFile(root + "/index")
+            let cache = try BlobCache(directory: root)
+            try cache.compact()     // a new journal (new salt); the snapshot goes with the old one
+            try cache.close()
+            writeFile(root + "/index", snapshot)
+            return ("snapshot-stale", false, [])
         }
+    }
+
+    /// Opens and closes the cache with snapshots written at every close.
+    private func writeSnapshot(_ root: String) throws {
+        var configuration = BlobCache.Configuration()
+        configuration.snapshotThreshold = 0
+        try BlobCache(directory: root, configuration: configuration).close()
+        #expect(FileManager.default.fileExists(atPath: root + "/index"))
     }
 
     @Test("fsck reports each kind of damage by its id, --repair fixes it, the next fsck is clean", arguments: Damage.allCases)

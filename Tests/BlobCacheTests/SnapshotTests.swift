@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+@Suite("Index snapshot")
+struct SnapshotTests {
+    /// Sets `count` entries (a few pinned, some sharing values, some with an expiry), reads a
+    /// few to move them in LRU order, closes with a snapshot written, and returns what the
+    /// cache held: its keys in order, entries and totals.
+    private func populate(_ dir: TemporaryDirectory, count: Int = 300, clock: ManualClock)
+        throws -> (keys: [String], entries: [BlobCache.EntryInfo], totals: BlobCache.Totals) {
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.snapshotThreshold = 0 })
+        for n in 0..<count {
+            try cache.set(Samples.random(100 + n % 50, seed: UInt64(n % 120)), forKey: "key-\(n)",
+                          expiry: n % 7 == 0 ? .after(.seconds(3600)) : nil, pinned: n % 50 == 0)
+        }
+        for n in stride(from: 0, to: count, by: 11) { _ = try cache.bytes(forKey: "key-\(n)") }
+        try cache.removeValue(forKey: "key-5")
+        let state = (try cache.keys(), try cache.entries(), try cache.totals())
+        try cache.close()
+        #expect(FileManager.default.fileExists(atPath: dir.appending("index")))
+        return state
+    }
+
+    private func expectState(_ cache: BlobCache, _ state: (keys: [String], entries: [BlobCache.EntryInfo], totals: BlobCache.Totals),
+                             sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(try cache.keys() == state.keys, sourceLocation: sourceLocation)
+        #expect(try cache.entries() == state.entries, sourceLocation: sourceLocation)
+        let totals = try cache.totals()
+        #expect(totals.entries == state.totals.entries && totals.blobs == state.totals.blobs, sourceLocation: sourceLocation)
+        #expect(totals.storedBytes == state.totals.storedBytes && totals.logicalBytes == state.totals.logicalBytes,
+                sourceLocation: sourceLocation)
+        for n in [0, 1, 50, 120, 299] {
+            #expect(same(try cache.bytes(forKey: "key-\(n)"), Samples.random(100 + n % 50, seed: UInt64(n % 120))),
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("a clean close writes a snapshot; the next open restores it and replays nothing")
+    func restoresExactly() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let state = try populate(dir, clock: clock)
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(cache.openReport.restoredFromSnapshot)
+        #expect(cache.openReport.replayedRecords == 0)
+        try expectState(cache, state)
+    }
+
+    @Test("records written after the snapshot are replayed on top of it")
+    func replaysTheTail() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        _ = try populate(dir, clock: clock)
+        // A session that writes less than the rewrite threshold leaves the snapshot as it was.
+        var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        try cache.set(Array("new".utf8), forKey: "key-new")
+        try cache.removeValue(forKey: "key-1")
+        _ = try cache.bytes(forKey: "key-2")
+        let state = (try cache.keys(), try cache.entries(), try cache.totals())
+        try cache.close()
+        cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(cache.openReport.restoredFromSnapshot)
+        #expect(cache.openReport.replayedRecords >= 2)
+        #expect(try cache.keys() == state.0)
+        #expect(try cache.entries() == state.1)
+        #expect(try cache.bytes(forKey: "key-1") == nil)
+        #expect(try cache.bytes(forKey: "key-new") == Array("new".utf8))
+    }
+
+    @Test("a damaged snapshot is deleted and the whole journal replayed", arguments: [3, 20, 80, 400, -1])
+    func damagedSnapshot(offset: Int) throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let state = try populate(dir, clock: clock)
+        let path = dir.appending("index")
+        if offset < 0 { truncateFile(path, to: readFile(path).count - 1) } else { flipByte(path, at: offset, mask: 0x10) }
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(!cache.openReport.restoredFromSnapshot)
+        #expect(cache.openReport.recovery == .none)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try expectState(cache, state)
+    }
+
+    @Test("a snapshot of another journal, or of more journal than there is, is not used")
+    func mismatchedSnapshot() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let state = try populate(dir, clock: clock)
+        let snapshot = readFile(dir.appending("index"))
+        let journal = readFile(dir.appending("journal"))
+
+        // The journal was cut back (records the snapshot reflects are gone).
+        let offsets = journalRecordOffsets(journal)
+        truncateFile(dir.appending("journal"), to: offsets[offsets.count / 2])
+        var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(!cache.openReport.restoredFromSnapshot)
+        #expect(try cache.entries().count < state.entries.count)
+        try cache.close()
+
+        // The journal was rewritten (new salt) after the snapshot was taken.
+        writeFile(dir.appending("journal"), journal)
+        cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        try cache.compact()
+        try cache.close()
+        writeFile(dir.appending("index"), snapshot)
+        cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(!cache.openReport.restoredFromSnapshot)
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+    }
+
+    @Test("a torn record after the snapshot is cut off like any torn tail")
+    func tornTailAfterSnapshot() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let state = try populate(dir, clock: clock)
+        var journal = readFile(dir.appending("journal"))
+        journal += [40, 0, 0, 0, 1, 2]    // a frame cut short
+        writeFile(dir.appending("journal"), journal)
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(cache.openReport.restoredFromSnapshot)
+        #expect(cache.openReport.recovery == .truncatedTornTail(at: journal.count - 6, bytesCut: 6))
+        try expectState(cache, state)
+    }
+}
+
+@Suite("Slot table")
+struct SlotTableTests {
+    @Test("random inserts and removals under heavy collisions agree with a set", arguments: [4, 1024] as [UInt64])
+    func agreesWithSet(buckets: UInt64) {
+        var generator = SeededGenerator(seed: buckets)
+        // Few distinct hashes, so probe runs are long and removal shifts run across the wrap.
+        let hashOf: (Int32) -> UInt64 = { (UInt64($0) &* 0x9E37_79B9) % buckets &+ (UInt64.max &- 2) }
+        var table = SlotTable()
+        var model = Set<Int32>()
+        for _ in 0..<20_000 {
+            let slot = Int32(generator.next() % 600)
+            if model.contains(slot) {
+                table.remove(slot, hash: hashOf(slot), hashOf: hashOf)
+                model.remove(slot)
+            } else {
+                table.insert(slot, hash: hashOf(slot), hashOf: hashOf)
+                model.insert(slot)
+            }
+            #expect(table.count == model.count)
+        }
+        for slot in Int32(0)..<600 {
+            #expect((table.find(hash: hashOf(slot)) { $0 == slot } != nil) == model.contains(slot))
+        }
+    }
+}
