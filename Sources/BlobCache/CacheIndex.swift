@@ -106,17 +106,19 @@ struct CacheIndex {
     /// from least to most recently used, keys at their offsets in `keyArena`, `blob` fields
     /// indexing `blobs`. Reference counts, tables, LRU links and totals are recomputed here.
     /// `nil` when the parts do not make a consistent index.
-    init?(seed: UInt64, restoringEntries entries: [Entry], blobs: [Blob], keyArena: [UInt8]) {
+    init?(seed: UInt64, restoringEntries entries: consuming [Entry], blobs: consuming [Blob], keyArena: consuming [UInt8]) {
         self.seed = seed
-        self.entries = entries
-        self.blobs = blobs
-        self.keyArena = keyArena
-        keyTable = SlotTable(capacity: entries.count)
-        blobTable = SlotTable(capacity: blobs.count)
-        for slot in entries.indices {
-            let entry = entries[slot]
-            guard entry.blob >= 0, Int(entry.blob) < blobs.count,
-                  Int(entry.keyOffset) + Int(entry.keyLength) <= keyArena.count else { return nil }
+        // Moved, not copied: the loops below change them in place.
+        self.entries = consume entries
+        self.blobs = consume blobs
+        self.keyArena = consume keyArena
+        keyTable = SlotTable(capacity: self.entries.count)
+        blobTable = SlotTable(capacity: self.blobs.count)
+        let blobCount = self.blobs.count, keyBytes = self.keyArena.count
+        for slot in self.entries.indices {
+            let entry = self.entries[slot]
+            guard entry.blob >= 0, Int(entry.blob) < blobCount,
+                  Int(entry.keyOffset) + Int(entry.keyLength) <= keyBytes else { return nil }
             self.blobs[Int(entry.blob)].references += 1
             if entry.pinned {
                 self.blobs[Int(entry.blob)].pinnedReferences += 1
@@ -124,7 +126,7 @@ struct CacheIndex {
             } else {
                 linkNewest(Int32(slot))
             }
-            entryLogicalBytes += Int(blobs[Int(entry.blob)].rawLength)
+            entryLogicalBytes += Int(self.blobs[Int(entry.blob)].rawLength)
             keyTable.insert(Int32(slot), hash: UInt64(entry.keyHash), hashOf: keyHashOf)
         }
         for slot in self.blobs.indices {

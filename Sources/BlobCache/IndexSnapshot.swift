@@ -165,6 +165,6 @@ enum IndexSnapshot {
         }
         let keys = UnsafeRawBufferPointer(rebasing: body[(entriesStart + header.entryCount * entryRecordSize)...])
         guard Int(keyOffset) == keys.count else { return nil }
-        return CacheIndex(seed: header.seed, restoringEntries: entries, blobs: blobs, keyArena: Array(keys))
+        return CacheIndex(seed: header.seed, restoringEntries: consume entries, blobs: consume blobs, keyArena: Array(keys))
     }
 }

@@ -3,7 +3,7 @@
 //
 //   swift run -c release --package-path Benchmarks workload [--engine blobcache|rawfs]
 //       [--corpus /tmp/blobcorpus] [--workloads w1,w2,w3,w4,w5] [--codec lz4|zlib|none]
-//       [--pack-threshold BYTES] [--w4-runs N] [--files DIR]
+//       [--pack-threshold BYTES] [--w4-runs N] [--files DIR] [--work DIR [--keep-work]]
 //
 // --workloads placement measures loose vs packed puts and shard widths (docs/FORMAT.md).
 // --files DIR replays W1 over any directory of files instead of the corpus.
@@ -19,6 +19,8 @@ struct Options {
     var w4Runs = 5
     var files: String?
     var work = NSTemporaryDirectory() + "blobcache-workload-\(getpid())"
+    /// Leaves the caches in `work` for profiling (`perf record … workload w4-open DIR KEY`).
+    var keepWork = false
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -39,6 +41,7 @@ struct Options {
             case "--w4-runs": w4Runs = Int(try value()) ?? 5
             case "--files": files = try value()
             case "--work": work = try value()
+            case "--keep-work": keepWork = true
             default: throw WorkloadError.usage("unknown argument \(argument); see the comment at the top of main.swift")
             }
         }
@@ -270,7 +273,7 @@ do {
     }
     let options = try Options(arguments)
     try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: options.work) }
+    defer { if !options.keepWork { try? FileManager.default.removeItem(atPath: options.work) } }
     let results = try run(options)
     print("engine: \(options.engine)   codec: \(options.codec)   corpus: \(options.files ?? options.corpus)")
     print("workload        ops      seconds      ops/s       MB/s   hit ratio")
