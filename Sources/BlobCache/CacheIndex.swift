@@ -8,7 +8,8 @@ import Musl
 /// doubly linked LRU list over the unpinned entries. Every operation is O(1) (amortised), so
 /// eviction never scans or sorts. Not thread-safe: the cache owns it under its lock.
 ///
-/// Flat storage, about 140 bytes an entry plus its key: entries and blobs are plain structs in
+/// Flat storage, about 125 bytes an entry plus its key (56-byte entry, 56-byte blob, two
+/// 4-byte buckets at up to 80% load): entries and blobs are plain structs in
 /// arrays, keys are UTF-8 in one arena, and two `SlotTable`s map keys and ids to slots. A
 /// snapshot (`IndexSnapshot`) restores it without hashing or allocating per entry.
 struct CacheIndex {
@@ -19,16 +20,46 @@ struct CacheIndex {
         var access: Int64
         var journaledAccess: Int64
         var keyOffset: UInt32
-        var keyLength: UInt32
         /// Low 32 bits of the key's `KeyHash`.
         var keyHash: UInt32
         /// The blob's slot; -1 while the entry slot is free.
         var blob: Int32
         var older: Int32 = -1
         var newer: Int32 = -1
-        var pinned: Bool
+        /// The key's length in its low 30 bits, the two flags above them (so that an entry
+        /// takes 56 bytes, not 64).
+        private var lengthAndFlags: UInt32
+
+        init(created: Int64, expiry: Int64, access: Int64, journaledAccess: Int64, keyOffset: UInt32,
+             keyLength: UInt32, keyHash: UInt32, blob: Int32, pinned: Bool, orderJournaled: Bool) {
+            precondition(keyLength <= Self.lengthMask, "a key of 1 GiB or more")
+            self.created = created
+            self.expiry = expiry
+            self.access = access
+            self.journaledAccess = journaledAccess
+            self.keyOffset = keyOffset
+            self.keyHash = keyHash
+            self.blob = blob
+            lengthAndFlags = keyLength | (pinned ? Self.pinnedBit : 0) | (orderJournaled ? Self.orderJournaledBit : 0)
+        }
+
+        private static let lengthMask: UInt32 = (1 << 30) - 1
+        private static let pinnedBit: UInt32 = 1 << 30
+        private static let orderJournaledBit: UInt32 = 1 << 31
+
+        var keyLength: UInt32 {
+            get { lengthAndFlags & Self.lengthMask }
+            set {
+                precondition(newValue <= Self.lengthMask, "a key of 1 GiB or more")
+                lengthAndFlags = lengthAndFlags & ~Self.lengthMask | newValue
+            }
+        }
+        var pinned: Bool { lengthAndFlags & Self.pinnedBit != 0 }
         /// False when the entry moved in LRU order since the journal last said where it is.
-        var orderJournaled: Bool
+        var orderJournaled: Bool {
+            get { lengthAndFlags & Self.orderJournaledBit != 0 }
+            set { lengthAndFlags = newValue ? lengthAndFlags | Self.orderJournaledBit : lengthAndFlags & ~Self.orderJournaledBit }
+        }
     }
 
     /// One stored blob and how many entries refer to it.

@@ -1,4 +1,4 @@
-/// An open-addressing hash table of slot numbers (linear probing, at most half full), the
+/// An open-addressing hash table of slot numbers (linear probing, at most 80% full), the
 /// index's map from key to entry and from blob id to blob. It stores only 4 bytes a bucket:
 /// callers keep each slot's hash and say how to compare, so nothing is stored twice.
 ///
@@ -12,7 +12,7 @@ struct SlotTable {
     /// A table that holds `capacity` slots before it grows.
     init(capacity: Int = 0) {
         var size = 16
-        while size < capacity * 2 { size <<= 1 }
+        while !Self.fits(capacity, in: size) { size <<= 1 }
         buckets = [Int32](repeating: Self.empty, count: size)
         mask = size - 1
     }
@@ -31,7 +31,7 @@ struct SlotTable {
 
     /// Adds `slot` (which must not be in the table) under `hash`.
     mutating func insert(_ slot: Int32, hash: UInt64, hashOf: (Int32) -> UInt64) {
-        if (count + 1) * 2 > buckets.count { grow(hashOf: hashOf) }
+        if !Self.fits(count + 1, in: buckets.count) { grow(hashOf: hashOf) }
         place(slot, hash: hash)
         count += 1
     }
@@ -68,6 +68,10 @@ struct SlotTable {
 
     /// Bytes the table takes.
     var footprint: Int { buckets.count * MemoryLayout<Int32>.stride }
+
+    /// At most 80% full: linear probing still finds a key in under 3 probes on average, and
+    /// 4-byte buckets cost 5–10 bytes an entry.
+    private static func fits(_ count: Int, in size: Int) -> Bool { count * 5 <= size * 4 }
 
     private func bucket(of slot: Int32, hash: UInt64) -> Int {
         var bucket = Int(truncatingIfNeeded: hash) & mask

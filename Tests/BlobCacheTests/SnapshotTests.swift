@@ -126,6 +126,12 @@ struct SnapshotTests {
 
 @Suite("Slot table")
 struct SlotTableTests {
+    @Test("index records keep their size: 56-byte entries and blobs (the memory budget in docs/FORMAT.md)")
+    func recordSizes() {
+        #expect(MemoryLayout<CacheIndex.Entry>.stride == 56)
+        #expect(MemoryLayout<CacheIndex.Blob>.stride == 56)
+    }
+
     @Test("random inserts and removals under heavy collisions agree with a set", arguments: [4, 1024] as [UInt64])
     func agreesWithSet(buckets: UInt64) {
         var generator = SeededGenerator(seed: buckets)
