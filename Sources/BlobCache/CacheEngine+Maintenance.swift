@@ -28,8 +28,7 @@ extension CacheEngine {
     @discardableResult
     func removeExpired() throws -> Int {
         let time = now()
-        var expired: [Int32] = []
-        for slot in index.liveSlots where index.entry(at: slot).expiry <= time { expired.append(slot) }
+        let expired = index.slots { $0.expiry <= time }
         for slot in expired { try remove(slot: slot, reason: .expired) }
         try journal.flush()
         return expired.count
@@ -123,12 +122,9 @@ extension CacheEngine {
             }
             cursor = entry.newer
         }
-        for slot in index.liveSlots {
-            let entry = index.entry(at: slot)
-            if entry.pinned && entry.access != entry.journaledAccess {
-                journal.append(.access(key: index.key(at: slot), time: entry.access))
-                index.markJournaled(slot: slot)
-            }
+        for slot in index.slots(where: { $0.pinned && $0.access != $0.journaledAccess }) {
+            journal.append(.access(key: index.key(at: slot), time: index.entry(at: slot).access))
+            index.markJournaled(slot: slot)
         }
         try journal.flush()
     }

@@ -43,6 +43,8 @@ struct CacheIndex {
             lengthAndFlags = keyLength | (pinned ? Self.pinnedBit : 0) | (orderJournaled ? Self.orderJournaledBit : 0)
         }
 
+        /// The longest key an entry holds (1 GiB - 1 bytes).
+        static let maxKeyLength: UInt32 = lengthMask
         private static let lengthMask: UInt32 = (1 << 30) - 1
         private static let pinnedBit: UInt32 = 1 << 30
         private static let orderJournaledBit: UInt32 = 1 << 31
@@ -135,16 +137,19 @@ struct CacheIndex {
 
     /// Rebuilds an index from a snapshot's parts: `entries` pinned first, then unpinned ones
     /// from least to most recently used, keys at their offsets in `keyArena`, `blob` fields
-    /// indexing `blobs`. Reference counts, tables, LRU links and totals are recomputed here.
+    /// indexing `blobs`, and the two tables as saved. Reference counts, LRU links and totals
+    /// are recomputed here (one sequential pass each; the tables' random inserts were paid
+    /// when the snapshot was written).
     /// `nil` when the parts do not make a consistent index.
-    init?(seed: UInt64, restoringEntries entries: consuming [Entry], blobs: consuming [Blob], keyArena: consuming [UInt8]) {
+    init?(seed: UInt64, restoringEntries entries: consuming [Entry], blobs: consuming [Blob], keyArena: consuming [UInt8],
+          keyTable: consuming SlotTable, blobTable: consuming SlotTable) {
         self.seed = seed
         // Moved, not copied: the loops below change them in place.
         self.entries = consume entries
         self.blobs = consume blobs
         self.keyArena = consume keyArena
-        keyTable = SlotTable(capacity: self.entries.count)
-        blobTable = SlotTable(capacity: self.blobs.count)
+        self.keyTable = consume keyTable
+        self.blobTable = consume blobTable
         let blobCount = self.blobs.count, keyBytes = self.keyArena.count
         for slot in self.entries.indices {
             let entry = self.entries[slot]
@@ -158,7 +163,6 @@ struct CacheIndex {
                 linkNewest(Int32(slot))
             }
             entryLogicalBytes += Int(self.blobs[Int(entry.blob)].rawLength)
-            keyTable.insert(Int32(slot), hash: UInt64(entry.keyHash), hashOf: keyHashOf)
         }
         for slot in self.blobs.indices {
             let blob = self.blobs[slot]
@@ -168,7 +172,6 @@ struct CacheIndex {
             storedBytes += info.footprint
             if blob.pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
-            blobTable.insert(Int32(slot), hash: KeyHash.hash(blob.id, seed: seed), hashOf: blobHashOf)
         }
     }
 
@@ -234,10 +237,12 @@ struct CacheIndex {
     }
 
     /// Every live entry's slot, in slot order.
-    var liveSlots: [Int32] {
+    var liveSlots: [Int32] { slots { _ in true } }
+
+    /// The slots of the live entries that `include` accepts, in slot order.
+    func slots(where include: (Entry) -> Bool) -> [Int32] {
         var slots: [Int32] = []
-        slots.reserveCapacity(entryCount)
-        for (slot, entry) in entries.enumerated() where entry.blob >= 0 { slots.append(Int32(slot)) }
+        for (slot, entry) in entries.enumerated() where entry.blob >= 0 && include(entry) { slots.append(Int32(slot)) }
         return slots
     }
 
@@ -269,7 +274,7 @@ struct CacheIndex {
     /// Every live slot: pinned entries first (oldest access first), then unpinned ones from
     /// least to most recent.
     func journalOrder() -> [Int32] {
-        var pinned = liveSlots.filter { entries[Int($0)].pinned }
+        var pinned = slots(where: \.pinned)
         pinned.sort { entries[Int($0)].access < entries[Int($1)].access }
         return pinned + lruOrder()
     }

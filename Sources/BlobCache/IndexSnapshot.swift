@@ -22,7 +22,11 @@ enum IndexSnapshot {
         let keyBytes: Int
         let bodyCRC: UInt32
 
-        var bodySize: Int { blobCount * blobRecordSize + entryCount * entryRecordSize + keyBytes }
+        var keyBuckets: Int { SlotTable.size(forCapacity: entryCount) }
+        var blobBuckets: Int { SlotTable.size(forCapacity: blobCount) }
+        var keysStart: Int { blobCount * blobRecordSize + entryCount * entryRecordSize }
+        var tablesStart: Int { keysStart + keyBytes }
+        var bodySize: Int { tablesStart + 4 * (keyBuckets + blobBuckets) }
     }
 
     // MARK: Writing
@@ -44,7 +48,18 @@ enum IndexSnapshot {
                 blobSlots.append(entry.blob)
             }
         }
+        // The tables as they will be restored: slot numbers are record numbers in the file.
+        var keyTable = SlotTable(capacity: order.count), blobTable = SlotTable(capacity: blobSlots.count)
+        for (number, slot) in order.enumerated() {
+            keyTable.insert(Int32(number), hash: UInt64(index.entry(at: slot).keyHash)) { _ in preconditionFailure("sized") }
+        }
+        for (number, slot) in blobSlots.enumerated() {
+            blobTable.insert(Int32(number), hash: KeyHash.hash(index.blob(at: slot).id, seed: index.seed)) { _ in
+                preconditionFailure("sized")
+            }
+        }
         let body = blobSlots.count * blobRecordSize + order.count * entryRecordSize + keyBytes
+            + 4 * (keyTable.savedBuckets.count + blobTable.savedBuckets.count)
         var file = [UInt8](repeating: 0, count: headerSize + body)
         file.withUnsafeMutableBytes { out in
             var cursor = headerSize
@@ -76,6 +91,10 @@ enum IndexSnapshot {
                     if !key.isEmpty { (out.baseAddress! + cursor).copyMemory(from: key.baseAddress!, byteCount: key.count) }
                     cursor += key.count
                 }
+            }
+            for bucket in keyTable.savedBuckets + blobTable.savedBuckets {
+                out.storeBytes(of: bucket.littleEndian, toByteOffset: cursor, as: Int32.self)
+                cursor += 4
             }
             let header = Header(seed: index.seed, journalSalt: journalSalt, journalLength: journalLength,
                                 journalRecords: journalRecords, entryCount: order.count, blobCount: blobSlots.count, keyBytes: keyBytes,
@@ -125,46 +144,90 @@ enum IndexSnapshot {
         return .success(header)
     }
 
-    /// Restores the index from a snapshot image whose header parsed as `header`. The body's
-    /// CRC is checked on one core while the records are decoded on the other; `nil` when the
-    /// CRC fails or the records do not make a consistent index.
+    /// Restores the index from a snapshot image whose header parsed as `header`. Two halves
+    /// of similar cost run at once: the body's CRC and the blob records on one core, the entry
+    /// records, keys and tables on the other (most of either is the kernel zeroing fresh
+    /// pages). `nil` when the CRC fails or the records do not make a consistent index.
     static func restore(_ image: UnsafeRawBufferPointer, header: Header) -> CacheIndex? {
         let body = UnsafeRawBufferPointer(rebasing: image[headerSize...])
-        let (crc, index) = Parallel.both({ CRC32.checksum(body) }, { decode(body, header: header) })
-        return crc == header.bodyCRC ? index : nil
+        var crc: UInt32 = 0
+        var blobs: [CacheIndex.Blob]?
+        var parts: (entries: [CacheIndex.Entry], keys: [UInt8], keyTable: SlotTable, blobTable: SlotTable)?
+        Parallel.run([
+            { crc = CRC32.checksum(body); blobs = decodeBlobs(body, header: header) },
+            { parts = decodeEntries(body, header: header) },
+        ])
+        // Taken out of the optionals so that each array has one owner (the restoring init
+        // changes them in place; a second owner would make it copy them).
+        guard crc == header.bodyCRC, let decodedBlobs = blobs.take(), let decoded = parts.take() else { return nil }
+        let (entries, keys, keyTable, blobTable) = decoded
+        return CacheIndex(seed: header.seed, restoringEntries: consume entries, blobs: consume decodedBlobs,
+                          keyArena: consume keys, keyTable: consume keyTable, blobTable: consume blobTable)
     }
 
-    private static func decode(_ body: UnsafeRawBufferPointer, header: Header) -> CacheIndex? {
-        var blobs: [CacheIndex.Blob] = []
-        blobs.reserveCapacity(header.blobCount)
-        for number in 0..<header.blobCount {
-            let at = number * blobRecordSize
-            func word(_ offset: Int) -> UInt64 { UInt64(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: UInt64.self)) }
-            guard let codec = CodecTag(rawValue: body[at + 44]) else { return nil }
-            let segment = UInt32(littleEndian: body.loadUnaligned(fromByteOffset: at + 40, as: UInt32.self))
-            let id = BlobID(high: UInt64(bigEndian: body.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
-                            low: UInt64(bigEndian: body.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
-            blobs.append(CacheIndex.Blob(BlobInfo(
-                id: id, codec: codec, rawLength: Int(word(16)), payloadLength: Int(word(24)),
-                place: segment == CacheIndex.Blob.loose ? .loose : .packed(segment: segment, offset: word(32)))))
+    // Decoding may run while the CRC is still being checked: nothing here may trap on bad
+    // bytes; it returns `nil` instead.
+
+    private static func decodeBlobs(_ body: UnsafeRawBufferPointer, header: Header) -> [CacheIndex.Blob]? {
+        var valid = true
+        let blobs = HugePages.array(count: header.blobCount) { (out: UnsafeMutableBufferPointer<CacheIndex.Blob>) in
+            for number in 0..<header.blobCount {
+                let at = number * blobRecordSize
+                func word(_ offset: Int) -> UInt64 { UInt64(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: UInt64.self)) }
+                let codec = CodecTag(rawValue: body[at + 44])
+                if codec == nil { valid = false }
+                let segment = UInt32(littleEndian: body.loadUnaligned(fromByteOffset: at + 40, as: UInt32.self))
+                let id = BlobID(high: UInt64(bigEndian: body.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
+                                low: UInt64(bigEndian: body.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
+                (out.baseAddress! + number).initialize(to: CacheIndex.Blob(BlobInfo(
+                    id: id, codec: codec ?? .none, rawLength: Int(truncatingIfNeeded: word(16)),
+                    payloadLength: Int(truncatingIfNeeded: word(24)),
+                    place: segment == CacheIndex.Blob.loose ? .loose : .packed(segment: segment, offset: word(32)))))
+            }
         }
-        var entries: [CacheIndex.Entry] = []
-        entries.reserveCapacity(header.entryCount)
-        var keyOffset: UInt32 = 0
+        return valid ? blobs : nil
+    }
+
+    private static func decodeEntries(_ body: UnsafeRawBufferPointer, header: Header)
+        -> (entries: [CacheIndex.Entry], keys: [UInt8], keyTable: SlotTable, blobTable: SlotTable)? {
+        var valid = true
+        var keyOffset = 0
         let entriesStart = header.blobCount * blobRecordSize
-        for number in 0..<header.entryCount {
-            let at = entriesStart + number * entryRecordSize
-            func half(_ offset: Int) -> UInt32 { UInt32(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: UInt32.self)) }
-            func time(_ offset: Int) -> Int64 { Int64(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: Int64.self)) }
-            let keyLength = half(4)
-            entries.append(CacheIndex.Entry(
-                created: time(16), expiry: time(24), access: time(32), journaledAccess: time(40),
-                keyOffset: keyOffset, keyLength: keyLength, keyHash: half(8), blob: Int32(bitPattern: half(0)),
-                pinned: half(12) & 1 != 0, orderJournaled: true))
-            keyOffset &+= keyLength
+        let entries = HugePages.array(count: header.entryCount) { (out: UnsafeMutableBufferPointer<CacheIndex.Entry>) in
+            for number in 0..<header.entryCount {
+                let at = entriesStart + number * entryRecordSize
+                func half(_ offset: Int) -> UInt32 { UInt32(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: UInt32.self)) }
+                func time(_ offset: Int) -> Int64 { Int64(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: Int64.self)) }
+                var keyLength = half(4)
+                if keyLength > CacheIndex.Entry.maxKeyLength || keyOffset > Int(UInt32.max) {
+                    valid = false
+                    keyLength = 0
+                }
+                (out.baseAddress! + number).initialize(to: CacheIndex.Entry(
+                    created: time(16), expiry: time(24), access: time(32), journaledAccess: time(40),
+                    keyOffset: UInt32(truncatingIfNeeded: keyOffset), keyLength: keyLength, keyHash: half(8),
+                    blob: Int32(bitPattern: half(0)), pinned: half(12) & 1 != 0, orderJournaled: true))
+                keyOffset += Int(keyLength)
+            }
         }
-        let keys = UnsafeRawBufferPointer(rebasing: body[(entriesStart + header.entryCount * entryRecordSize)...])
-        guard Int(keyOffset) == keys.count else { return nil }
-        return CacheIndex(seed: header.seed, restoringEntries: consume entries, blobs: consume blobs, keyArena: Array(keys))
+        let keys = UnsafeRawBufferPointer(rebasing: body[header.keysStart..<header.tablesStart])
+        guard valid, keyOffset == keys.count else { return nil }
+        let arena = HugePages.array(count: keys.count) { (out: UnsafeMutableBufferPointer<UInt8>) in
+            _ = out.initialize(from: keys)
+        }
+        guard let keyTable = SlotTable(buckets: buckets(body, at: header.tablesStart, count: header.keyBuckets),
+                                       slotCount: header.entryCount),
+              let blobTable = SlotTable(buckets: buckets(body, at: header.tablesStart + 4 * header.keyBuckets,
+                                                         count: header.blobBuckets),
+                                        slotCount: header.blobCount) else { return nil }
+        return (entries, arena, keyTable, blobTable)
+    }
+
+    private static func buckets(_ body: UnsafeRawBufferPointer, at start: Int, count: Int) -> [Int32] {
+        HugePages.array(count: count) { (out: UnsafeMutableBufferPointer<Int32>) in
+            for number in 0..<count {
+                out[number] = Int32(littleEndian: body.loadUnaligned(fromByteOffset: start + 4 * number, as: Int32.self))
+            }
+        }
     }
 }

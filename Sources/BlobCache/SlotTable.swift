@@ -11,10 +11,37 @@ struct SlotTable {
 
     /// A table that holds `capacity` slots before it grows.
     init(capacity: Int = 0) {
-        var size = 16
-        while !Self.fits(capacity, in: size) { size <<= 1 }
-        buckets = [Int32](repeating: Self.empty, count: size)
+        let size = Self.size(forCapacity: capacity)
+        buckets = HugePages.array(count: size) { $0.initialize(repeating: Self.empty) }
         mask = size - 1
+    }
+
+    /// How many buckets `init(capacity:)` makes: the smallest power of two, at least 16, that
+    /// `capacity` fills to at most 80%.
+    static func size(forCapacity capacity: Int) -> Int {
+        var size = 16
+        while !fits(capacity, in: size) { size <<= 1 }
+        return size
+    }
+
+    /// The buckets (-1 for empty), to be saved and given back to `init(buckets:slotCount:)`.
+    var savedBuckets: [Int32] { buckets }
+
+    /// A table from saved buckets; `nil` unless they are a power of two in number, each
+    /// empty or a slot below `slotCount`, with exactly `slotCount` in use.
+    init?(buckets: consuming [Int32], slotCount: Int) {
+        self.buckets = consume buckets
+        let size = self.buckets.count
+        guard size >= 16, size & (size - 1) == 0, Self.fits(slotCount, in: size) else { return nil }
+        var used = 0, valid = true
+        let limit = Int32(truncatingIfNeeded: slotCount)
+        for slot in self.buckets where slot != Self.empty {
+            used += 1
+            if slot < 0 || slot >= limit { valid = false }
+        }
+        guard valid, used == slotCount else { return nil }
+        mask = size - 1
+        count = slotCount
     }
 
     /// The slot whose hash is `hash` and that `matches`, if any.
