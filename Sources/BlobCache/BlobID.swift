@@ -11,7 +11,7 @@ import Foundation
 ///
 ///     let id = BlobID(hashing: Array("hello".utf8))
 ///     print(id)   // 5d41402abc4b2a76b9719d911017c592
-public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, BitwiseCopyable {
     /// The 16 digest bytes, as two little-endian words (cheap to hash and compare).
     @usableFromInline let high: UInt64
     @usableFromInline let low: UInt64

@@ -107,8 +107,12 @@ struct CacheChecker {
     /// the journal gives exactly the index a full replay gave.
     private mutating func checkSnapshot(against replayed: CacheIndex, journal: [UInt8], salt: UInt64) {
         let path = CacheEngine.snapshotPath(in: directory)
-        guard let image = try? FileIO.readWholeFile(path) else { return }
-        let problem: (id: String, detail: String)? = image.withUnsafeBytes { bytes in
+        guard let file = try? MappedFile(path) else {
+            if FileIO.status(path) != nil { error("snapshot-corrupt", "-", path, "empty or unreadable") }
+            return
+        }
+        let problem: (id: String, detail: String)? = { () -> (String, String)? in
+            let bytes = file.bytes
             let header: IndexSnapshot.Header
             switch IndexSnapshot.parseHeader(bytes) {
             case .failure(let damage): return ("snapshot-corrupt", "\(damage.kind): \(damage.detail)")
@@ -118,7 +122,7 @@ struct CacheChecker {
                   header.journalLength >= Int64(JournalFormat.headerSize) else {
                 return ("snapshot-stale", "reflects another journal (it is not used; the next open deletes it)")
             }
-            guard var restored = IndexSnapshot.restore(bytes, header: header) else {
+            guard var restored = IndexSnapshot.restore(file, header: header) else {
                 return ("snapshot-corrupt", "body CRC mismatch or inconsistent records")
             }
             let tail = journal.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[Int(header.journalLength)...]) }
@@ -129,7 +133,7 @@ struct CacheChecker {
                 return ("snapshot-mismatch", "the journal after byte \(header.journalLength) does not start at a record")
             }
             return restored.firstDifference(from: replayed).map { ("snapshot-mismatch", $0) }
-        }
+        }()
         guard let problem else { return }
         if problem.id == "snapshot-stale" { note(problem.id, "-", path, problem.detail) } else { error(problem.id, "-", path, problem.detail) }
     }

@@ -9,14 +9,17 @@ extension CacheEngine {
     static func restoreSnapshot(in directory: FilePath, journalSalt: UInt64, journalSize: Int64)
         throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
         let path = snapshotPath(in: directory)
-        guard let file = try MappedFile(path) else { return nil }
-        let restored = { (bytes: UnsafeRawBufferPointer) -> (CacheIndex, IndexSnapshot.Header)? in
-            guard case .success(let header) = IndexSnapshot.parseHeader(bytes),
+        guard let file = try MappedFile(path) else {
+            if FileIO.status(path) != nil { _ = try FileIO.remove(path) }   // empty
+            return nil
+        }
+        let restored = { () -> (CacheIndex, IndexSnapshot.Header)? in
+            guard case .success(let header) = IndexSnapshot.parseHeader(file.bytes),
                   header.journalSalt == journalSalt,
                   header.journalLength >= Int64(JournalFormat.headerSize), header.journalLength <= journalSize,
-                  let index = IndexSnapshot.restore(bytes, header: header) else { return nil }
+                  let index = IndexSnapshot.restore(file, header: header) else { return nil }
             return (index, header)
-        }(file.bytes)
+        }()
         if restored == nil { _ = try FileIO.remove(path) }
         return restored
     }

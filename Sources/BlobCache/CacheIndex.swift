@@ -109,13 +109,13 @@ struct CacheIndex {
 
     /// Seeds `KeyHash`; random per cache, kept by snapshots.
     let seed: UInt64
-    private(set) var entries: [Entry] = []
+    private(set) var entries = FlatArray<Entry>()
     private var freeEntries: [Int32] = []
-    private var keyArena: [UInt8] = []
+    private var keyArena = FlatArray<UInt8>()
     /// Arena bytes of keys no live entry uses; the arena is compacted when they outweigh the rest.
     private var deadKeyBytes = 0
     private var keyTable = SlotTable()
-    private(set) var blobs: [Blob] = []
+    private(set) var blobs = FlatArray<Blob>()
     private var freeBlobs: [Int32] = []
     private var blobTable = SlotTable()
     /// Least recently used unpinned entry, and most recently used.
@@ -135,43 +135,82 @@ struct CacheIndex {
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
 
-    /// Rebuilds an index from a snapshot's parts: `entries` pinned first, then unpinned ones
-    /// from least to most recently used, keys at their offsets in `keyArena`, `blob` fields
-    /// indexing `blobs`, and the two tables as saved. Reference counts, LRU links and totals
-    /// are recomputed here (one sequential pass each; the tables' random inserts were paid
-    /// when the snapshot was written).
-    /// `nil` when the parts do not make a consistent index.
-    init?(seed: UInt64, restoringEntries entries: consuming [Entry], blobs: consuming [Blob], keyArena: consuming [UInt8],
-          keyTable: consuming SlotTable, blobTable: consuming SlotTable) {
+    /// The parts of an index as a snapshot keeps them: no free slots, links, reference counts
+    /// and tables as they were.
+    struct Parts {
+        var entries: FlatArray<Entry>
+        var blobs: FlatArray<Blob>
+        var keyArena: FlatArray<UInt8>
+        var keyTable: SlotTable
+        var blobTable: SlotTable
+        var oldest: Int32
+        var newest: Int32
+    }
+
+    /// An index from a snapshot's parts, taken as they are (they may lie in a mapped file, so
+    /// nothing here writes to them). Only the totals are recomputed, in one read-only pass that
+    /// also checks every link, reference and key range; `nil` when they do not make a
+    /// consistent index. Safe on damaged bytes (it may run while their CRC is being checked).
+    init?(seed: UInt64, restoring parts: consuming Parts) {
         self.seed = seed
-        // Moved, not copied: the loops below change them in place.
-        self.entries = consume entries
-        self.blobs = consume blobs
-        self.keyArena = consume keyArena
-        self.keyTable = consume keyTable
-        self.blobTable = consume blobTable
-        let blobCount = self.blobs.count, keyBytes = self.keyArena.count
-        for slot in self.entries.indices {
-            let entry = self.entries[slot]
-            guard entry.blob >= 0, Int(entry.blob) < blobCount,
-                  Int(entry.keyOffset) + Int(entry.keyLength) <= keyBytes else { return nil }
-            self.blobs[Int(entry.blob)].references += 1
-            if entry.pinned {
-                self.blobs[Int(entry.blob)].pinnedReferences += 1
-                pinnedEntries += 1
-            } else {
-                linkNewest(Int32(slot))
-            }
-            entryLogicalBytes += Int(self.blobs[Int(entry.blob)].rawLength)
-        }
-        for slot in self.blobs.indices {
-            let blob = self.blobs[slot]
-            guard blob.references > 0 else { return nil }
-            let info = blob.info
+        entries = parts.entries
+        blobs = parts.blobs
+        keyArena = parts.keyArena
+        keyTable = parts.keyTable
+        blobTable = parts.blobTable
+        oldest = parts.oldest
+        newest = parts.newest
+        guard keyTable.count == entries.count, blobTable.count == blobs.count,
+              let totals = Self.checkedTotals(entries: entries, blobs: blobs, keyBytes: keyArena.count,
+                                              oldest: oldest, newest: newest) else { return nil }
+        (pinnedEntries, entryLogicalBytes) = (totals.pinnedEntries, totals.entryLogicalBytes)
+        for slot in blobs.indices {
+            let info = blobs[slot].info
             logicalBytes += info.rawLength
             storedBytes += info.footprint
-            if blob.pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
+            if blobs[slot].pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
+        }
+    }
+
+    /// Pinned entries and summed value sizes of restored parts, after checking that every entry
+    /// names a blob and a key range that exist, that the LRU links form one chain from `oldest`
+    /// to `newest` over the unpinned entries, and that each blob's reference counts match.
+    private static func checkedTotals(entries: FlatArray<Entry>, blobs: FlatArray<Blob>, keyBytes: Int,
+                                      oldest: Int32, newest: Int32) -> (pinnedEntries: Int, entryLogicalBytes: Int)? {
+        entries.withUnsafeBufferPointer { entries in
+            blobs.withUnsafeBufferPointer { blobs -> (Int, Int)? in
+                var references = [Int32](repeating: 0, count: blobs.count)
+                var pinnedReferences = [Int32](repeating: 0, count: blobs.count)
+                var pinned = 0, logical = 0, unpinned = 0
+                for entry in entries {
+                    guard entry.blob >= 0, Int(entry.blob) < blobs.count,
+                          Int(entry.keyOffset) + Int(entry.keyLength) <= keyBytes else { return nil }
+                    references[Int(entry.blob)] += 1
+                    logical += Int(blobs[Int(entry.blob)].rawLength)
+                    if entry.pinned {
+                        pinnedReferences[Int(entry.blob)] += 1
+                        pinned += 1
+                    } else {
+                        unpinned += 1
+                    }
+                }
+                for (slot, blob) in blobs.enumerated() {
+                    guard blob.references == references[slot], blob.pinnedReferences == pinnedReferences[slot],
+                          blob.references > 0 else { return nil }
+                }
+                // The chain: from oldest, each newer link points back, ending at newest.
+                var cursor = oldest, previous: Int32 = -1, walked = 0
+                while cursor >= 0 {
+                    guard Int(cursor) < entries.count, walked < unpinned, !entries[Int(cursor)].pinned,
+                          entries[Int(cursor)].older == previous else { return nil }
+                    previous = cursor
+                    cursor = entries[Int(cursor)].newer
+                    walked += 1
+                }
+                guard walked == unpinned, previous == newest else { return nil }
+                return (pinned, logical)
+            }
         }
     }
 
@@ -415,13 +454,13 @@ struct CacheIndex {
 
     /// Rewrites the arena with only live keys, in slot order.
     private mutating func compactKeys() {
-        var arena: [UInt8] = []
+        var arena = FlatArray<UInt8>()
         arena.reserveCapacity(keyArena.count - deadKeyBytes)
         keyArena.withUnsafeBytes { old in
             for slot in entries.indices where entries[slot].blob >= 0 {
                 let start = Int(entries[slot].keyOffset)
                 entries[slot].keyOffset = UInt32(arena.count)
-                arena.append(contentsOf: old[start..<start + Int(entries[slot].keyLength)])
+                arena.append(contentsOf: UnsafeRawBufferPointer(rebasing: old[start..<start + Int(entries[slot].keyLength)]))
             }
         }
         keyArena = arena
@@ -525,5 +564,42 @@ extension CacheIndex {
         }
         guard lruOrder().map(key(at:)) == other.lruOrder().map(other.key(at:)) else { return "LRU order differs" }
         return nil
+    }
+}
+
+extension CacheIndex {
+    /// How entries and blobs lie in memory (strides, field offsets, byte order), hashed: a
+    /// snapshot holds them as they lie, so only a build with the same layout may use one.
+    static let layoutSignature: UInt64 = {
+        let numbers = Entry.layout + Blob.layout + [MemoryLayout<BlobID>.stride, 1.littleEndian == 1 ? 1 : 2]
+        return numbers.map { UInt64($0) }.withUnsafeBytes { KeyHash.hash($0, seed: 0x4243_4958) }
+    }()
+}
+
+extension CacheIndex.Entry {
+    static var layout: [Int] {
+        var numbers = [MemoryLayout<Self>.stride, MemoryLayout<Self>.alignment]
+        let times: [KeyPath<Self, Int64>] = [\.created, \.expiry, \.access, \.journaledAccess]
+        let words: [KeyPath<Self, UInt32>] = [\.keyOffset, \.keyHash, \.lengthAndFlags]
+        let links: [KeyPath<Self, Int32>] = [\.blob, \.older, \.newer]
+        for path in times { numbers.append(MemoryLayout<Self>.offset(of: path)!) }
+        for path in words { numbers.append(MemoryLayout<Self>.offset(of: path)!) }
+        for path in links { numbers.append(MemoryLayout<Self>.offset(of: path)!) }
+        return numbers
+    }
+}
+
+extension CacheIndex.Blob {
+    static var layout: [Int] {
+        var numbers = [MemoryLayout<Self>.stride, MemoryLayout<Self>.alignment]
+        numbers.append(MemoryLayout<Self>.offset(of: \Self.id)!)
+        numbers.append(MemoryLayout<Self>.offset(of: \Self.codec)!)
+        let lengths: [KeyPath<Self, Int64>] = [\.rawLength, \.payloadLength]
+        let counts: [KeyPath<Self, Int32>] = [\.references, \.pinnedReferences]
+        for path in lengths { numbers.append(MemoryLayout<Self>.offset(of: path)!) }
+        numbers.append(MemoryLayout<Self>.offset(of: \Self.offset)!)
+        numbers.append(MemoryLayout<Self>.offset(of: \Self.segment)!)
+        for path in counts { numbers.append(MemoryLayout<Self>.offset(of: path)!) }
+        return numbers
     }
 }

@@ -1,12 +1,13 @@
 /// The index snapshot file (`DIR/index`, docs/FORMAT.md): the index as replay left it after a
-/// given length of journal, so that open restores it and replays only the journal after that.
+/// given length of journal, laid out as it lies in memory, so that open maps the file and uses
+/// it in place, then replays only the journal after that length.
 /// Derived data: whatever is wrong with it, open falls back to replaying the whole journal.
 enum IndexSnapshot {
     static let magic: [UInt8] = Array("BCIX".utf8)
     static let version: UInt32 = 1
-    static let headerSize = 72
-    static let blobRecordSize = 48
-    static let entryRecordSize = 48
+    /// The header takes the first page; every section starts on a page boundary, so that each
+    /// can be used where it is mapped.
+    static let page = 4096
     static let fileName = "index"
 
     /// What a snapshot says about itself.
@@ -20,214 +21,146 @@ enum IndexSnapshot {
         let entryCount: Int
         let blobCount: Int
         let keyBytes: Int
+        let oldest: Int32
+        let newest: Int32
         let bodyCRC: UInt32
 
         var keyBuckets: Int { SlotTable.size(forCapacity: entryCount) }
         var blobBuckets: Int { SlotTable.size(forCapacity: blobCount) }
-        var keysStart: Int { blobCount * blobRecordSize + entryCount * entryRecordSize }
-        var tablesStart: Int { keysStart + keyBytes }
-        var bodySize: Int { tablesStart + 4 * (keyBuckets + blobBuckets) }
+        var entriesOffset: Int { page }
+        var blobsOffset: Int { pageAligned(entriesOffset + entryCount * MemoryLayout<CacheIndex.Entry>.stride) }
+        var keysOffset: Int { pageAligned(blobsOffset + blobCount * MemoryLayout<CacheIndex.Blob>.stride) }
+        var keyTableOffset: Int { pageAligned(keysOffset + keyBytes) }
+        var blobTableOffset: Int { pageAligned(keyTableOffset + 4 * keyBuckets) }
+        var fileSize: Int { blobTableOffset + 4 * blobBuckets }
     }
+
+    private static func pageAligned(_ offset: Int) -> Int { (offset + page - 1) / page * page }
 
     // MARK: Writing
 
     /// The snapshot file's bytes for `index`, which reflects the first `journalLength` bytes
-    /// (`journalRecords` records) of the journal whose salt is `journalSalt`.
+    /// (`journalRecords` records) of the journal whose salt is `journalSalt`. Entries are
+    /// renumbered in journal order (pinned first, then least to most recently used), blobs in
+    /// order of first use, keys packed, and the tables built for those numbers.
     static func encode(_ index: CacheIndex, journalSalt: UInt64, journalLength: Int64, journalRecords: Int) -> [UInt8] {
         let order = index.journalOrder()
-        // Blob slots in the index → record numbers in the file, in first-use order.
+        let firstUnpinned = order.firstIndex { !index.entry(at: $0).pinned } ?? order.count
         var blobNumber = [Int32](repeating: -1, count: index.blobs.count)
-        var blobSlots: [Int32] = []
-        blobSlots.reserveCapacity(index.blobCount)
-        var keyBytes = 0
-        for slot in order {
-            let entry = index.entry(at: slot)
-            keyBytes += Int(entry.keyLength)
-            if blobNumber[Int(entry.blob)] < 0 {
-                blobNumber[Int(entry.blob)] = Int32(blobSlots.count)
-                blobSlots.append(entry.blob)
-            }
-        }
-        // The tables as they will be restored: slot numbers are record numbers in the file.
-        var keyTable = SlotTable(capacity: order.count), blobTable = SlotTable(capacity: blobSlots.count)
+        var blobs: [CacheIndex.Blob] = []
+        var entries: [CacheIndex.Entry] = []
+        var keys: [UInt8] = []
+        entries.reserveCapacity(order.count)
         for (number, slot) in order.enumerated() {
-            keyTable.insert(Int32(number), hash: UInt64(index.entry(at: slot).keyHash)) { _ in preconditionFailure("sized") }
-        }
-        for (number, slot) in blobSlots.enumerated() {
-            blobTable.insert(Int32(number), hash: KeyHash.hash(index.blob(at: slot).id, seed: index.seed)) { _ in
-                preconditionFailure("sized")
+            var entry = index.entry(at: slot)
+            if blobNumber[Int(entry.blob)] < 0 {
+                blobNumber[Int(entry.blob)] = Int32(blobs.count)
+                blobs.append(index.blob(at: entry.blob))
             }
+            entry.blob = blobNumber[Int(entry.blob)]
+            entry.keyOffset = UInt32(keys.count)
+            index.withKeyBytes(at: slot) { keys.append(contentsOf: $0) }
+            entry.older = entry.pinned || number == firstUnpinned ? -1 : Int32(number - 1)
+            entry.newer = entry.pinned || number == order.count - 1 ? -1 : Int32(number + 1)
+            entries.append(entry)
         }
-        let body = blobSlots.count * blobRecordSize + order.count * entryRecordSize + keyBytes
-            + 4 * (keyTable.savedBuckets.count + blobTable.savedBuckets.count)
-        var file = [UInt8](repeating: 0, count: headerSize + body)
+        var keyTable = SlotTable(capacity: entries.count), blobTable = SlotTable(capacity: blobs.count)
+        for (number, entry) in entries.enumerated() {
+            keyTable.insert(Int32(number), hash: UInt64(entry.keyHash)) { _ in preconditionFailure("sized") }
+        }
+        for (number, blob) in blobs.enumerated() {
+            blobTable.insert(Int32(number), hash: KeyHash.hash(blob.id, seed: index.seed)) { _ in preconditionFailure("sized") }
+        }
+        let header = Header(seed: index.seed, journalSalt: journalSalt, journalLength: journalLength,
+                            journalRecords: journalRecords, entryCount: entries.count, blobCount: blobs.count,
+                            keyBytes: keys.count, oldest: firstUnpinned < order.count ? Int32(firstUnpinned) : -1,
+                            newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyCRC: 0)
+        var file = [UInt8](repeating: 0, count: header.fileSize)
         file.withUnsafeMutableBytes { out in
-            var cursor = headerSize
-            for slot in blobSlots {
-                let blob = index.blob(at: slot)
-                out.storeBytes(of: blob.id.high.bigEndian, toByteOffset: cursor, as: UInt64.self)
-                out.storeBytes(of: blob.id.low.bigEndian, toByteOffset: cursor + 8, as: UInt64.self)
-                out.storeBytes(of: UInt64(blob.rawLength).littleEndian, toByteOffset: cursor + 16, as: UInt64.self)
-                out.storeBytes(of: UInt64(blob.payloadLength).littleEndian, toByteOffset: cursor + 24, as: UInt64.self)
-                out.storeBytes(of: blob.offset.littleEndian, toByteOffset: cursor + 32, as: UInt64.self)
-                out.storeBytes(of: blob.segment.littleEndian, toByteOffset: cursor + 40, as: UInt32.self)
-                out[cursor + 44] = blob.codec.rawValue
-                cursor += blobRecordSize
+            func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+                if let source = bytes.baseAddress { (out.baseAddress! + offset).copyMemory(from: source, byteCount: bytes.count) }
             }
-            for slot in order {
-                let entry = index.entry(at: slot)
-                out.storeBytes(of: UInt32(blobNumber[Int(entry.blob)]).littleEndian, toByteOffset: cursor, as: UInt32.self)
-                out.storeBytes(of: entry.keyLength.littleEndian, toByteOffset: cursor + 4, as: UInt32.self)
-                out.storeBytes(of: entry.keyHash.littleEndian, toByteOffset: cursor + 8, as: UInt32.self)
-                out.storeBytes(of: UInt32(entry.pinned ? 1 : 0).littleEndian, toByteOffset: cursor + 12, as: UInt32.self)
-                out.storeBytes(of: entry.created.littleEndian, toByteOffset: cursor + 16, as: Int64.self)
-                out.storeBytes(of: entry.expiry.littleEndian, toByteOffset: cursor + 24, as: Int64.self)
-                out.storeBytes(of: entry.access.littleEndian, toByteOffset: cursor + 32, as: Int64.self)
-                out.storeBytes(of: entry.journaledAccess.littleEndian, toByteOffset: cursor + 40, as: Int64.self)
-                cursor += entryRecordSize
-            }
-            for slot in order {
-                index.withKeyBytes(at: slot) { key in
-                    if !key.isEmpty { (out.baseAddress! + cursor).copyMemory(from: key.baseAddress!, byteCount: key.count) }
-                    cursor += key.count
-                }
-            }
-            for bucket in keyTable.savedBuckets + blobTable.savedBuckets {
-                out.storeBytes(of: bucket.littleEndian, toByteOffset: cursor, as: Int32.self)
-                cursor += 4
-            }
-            let header = Header(seed: index.seed, journalSalt: journalSalt, journalLength: journalLength,
-                                journalRecords: journalRecords, entryCount: order.count, blobCount: blobSlots.count, keyBytes: keyBytes,
-                                bodyCRC: CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[headerSize...])))
-            encodeHeader(header, into: out)
+            entries.withUnsafeBytes { put($0, at: header.entriesOffset) }
+            blobs.withUnsafeBytes { put($0, at: header.blobsOffset) }
+            keys.withUnsafeBytes { put($0, at: header.keysOffset) }
+            keyTable.withSavedBuckets { put($0, at: header.keyTableOffset) }
+            blobTable.withSavedBuckets { put($0, at: header.blobTableOffset) }
+            let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[page...]))
+            encodeHeader(header, bodyCRC: crc, into: out)
         }
         return file
     }
 
-    private static func encodeHeader(_ header: Header, into out: UnsafeMutableRawBufferPointer) {
+    private static func encodeHeader(_ header: Header, bodyCRC: UInt32, into out: UnsafeMutableRawBufferPointer) {
         for (index, byte) in magic.enumerated() { out[index] = byte }
         out.storeBytes(of: version.littleEndian, toByteOffset: 4, as: UInt32.self)
-        out.storeBytes(of: header.seed.littleEndian, toByteOffset: 8, as: UInt64.self)
-        out.storeBytes(of: header.journalSalt.littleEndian, toByteOffset: 16, as: UInt64.self)
-        out.storeBytes(of: header.journalLength.littleEndian, toByteOffset: 24, as: Int64.self)
-        out.storeBytes(of: UInt64(header.journalRecords).littleEndian, toByteOffset: 32, as: UInt64.self)
-        out.storeBytes(of: UInt64(header.entryCount).littleEndian, toByteOffset: 40, as: UInt64.self)
-        out.storeBytes(of: UInt64(header.blobCount).littleEndian, toByteOffset: 48, as: UInt64.self)
-        out.storeBytes(of: UInt64(header.keyBytes).littleEndian, toByteOffset: 56, as: UInt64.self)
-        out.storeBytes(of: header.bodyCRC.littleEndian, toByteOffset: 64, as: UInt32.self)
-        let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<68]))
-        out.storeBytes(of: crc.littleEndian, toByteOffset: 68, as: UInt32.self)
+        let words: [UInt64] = [
+            CacheIndex.layoutSignature, header.seed, header.journalSalt, UInt64(bitPattern: header.journalLength),
+            UInt64(header.journalRecords), UInt64(header.entryCount), UInt64(header.blobCount), UInt64(header.keyBytes),
+        ]
+        for (number, word) in words.enumerated() { out.storeBytes(of: word.littleEndian, toByteOffset: 8 + 8 * number, as: UInt64.self) }
+        out.storeBytes(of: header.oldest.littleEndian, toByteOffset: 72, as: Int32.self)
+        out.storeBytes(of: header.newest.littleEndian, toByteOffset: 76, as: Int32.self)
+        out.storeBytes(of: bodyCRC.littleEndian, toByteOffset: 80, as: UInt32.self)
+        let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<(page - 4)]))
+        out.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self)
     }
 
     // MARK: Reading
 
     /// The header of a snapshot image, or why it cannot be used.
     static func parseHeader(_ image: UnsafeRawBufferPointer) -> Result<Header, BlobDamage> {
-        guard image.count >= headerSize else { return .failure(.truncated("snapshot shorter than its header")) }
+        guard image.count >= page else { return .failure(.truncated("snapshot shorter than its header")) }
         guard image[0..<4].elementsEqual(magic) else { return .failure(.header("bad magic")) }
         let version = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
         guard version == Self.version else { return .failure(.header("format version \(version)")) }
-        let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 68, as: UInt32.self))
-        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: image[0..<68])) == crc else {
+        let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: page - 4, as: UInt32.self))
+        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: image[0..<(page - 4)])) == crc else {
             return .failure(.checksum("snapshot header CRC mismatch"))
         }
-        func word(_ offset: Int) -> UInt64 { UInt64(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
-        let counts = [word(32), word(40), word(48), word(56)]
-        guard counts.allSatisfy({ $0 <= UInt64(Int32.max) }) else { return .failure(.header("impossible counts")) }
-        let header = Header(seed: word(8), journalSalt: word(16), journalLength: Int64(bitPattern: word(24)),
-                            journalRecords: Int(counts[0]), entryCount: Int(counts[1]), blobCount: Int(counts[2]),
-                            keyBytes: Int(counts[3]),
-                            bodyCRC: UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 64, as: UInt32.self)))
-        guard image.count == headerSize + header.bodySize else {
-            return .failure(.truncated("snapshot has \(image.count) bytes, its header says \(headerSize + header.bodySize)"))
+        func word(_ number: Int) -> UInt64 { UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 8 + 8 * number, as: UInt64.self)) }
+        guard word(0) == CacheIndex.layoutSignature else {
+            return .failure(.header("written by a build that lays the index out differently"))
+        }
+        guard (4...7).allSatisfy({ word($0) <= UInt64(Int32.max) }) else { return .failure(.header("impossible counts")) }
+        let header = Header(
+            seed: word(1), journalSalt: word(2), journalLength: Int64(bitPattern: word(3)),
+            journalRecords: Int(word(4)), entryCount: Int(word(5)), blobCount: Int(word(6)), keyBytes: Int(word(7)),
+            oldest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 72, as: Int32.self)),
+            newest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 76, as: Int32.self)),
+            bodyCRC: UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt32.self)))
+        guard image.count == header.fileSize else {
+            return .failure(.truncated("snapshot has \(image.count) bytes, its header says \(header.fileSize)"))
         }
         return .success(header)
     }
 
-    /// Restores the index from a snapshot image whose header parsed as `header`. Two halves
-    /// of similar cost run at once: the body's CRC and the blob records on one core, the entry
-    /// records, keys and tables on the other (most of either is the kernel zeroing fresh
-    /// pages). `nil` when the CRC fails or the records do not make a consistent index.
-    static func restore(_ image: UnsafeRawBufferPointer, header: Header) -> CacheIndex? {
-        let body = UnsafeRawBufferPointer(rebasing: image[headerSize...])
-        var crc: UInt32 = 0
-        var blobs: [CacheIndex.Blob]?
-        var parts: (entries: [CacheIndex.Entry], keys: [UInt8], keyTable: SlotTable, blobTable: SlotTable)?
-        Parallel.run([
-            { crc = CRC32.checksum(body); blobs = decodeBlobs(body, header: header) },
-            { parts = decodeEntries(body, header: header) },
-        ])
-        // Taken out of the optionals so that each array has one owner (the restoring init
-        // changes them in place; a second owner would make it copy them).
-        guard crc == header.bodyCRC, let decodedBlobs = blobs.take(), let decoded = parts.take() else { return nil }
-        let (entries, keys, keyTable, blobTable) = decoded
-        return CacheIndex(seed: header.seed, restoringEntries: consume entries, blobs: consume decodedBlobs,
-                          keyArena: consume keys, keyTable: consume keyTable, blobTable: consume blobTable)
-    }
-
-    // Decoding may run while the CRC is still being checked: nothing here may trap on bad
-    // bytes; it returns `nil` instead.
-
-    private static func decodeBlobs(_ body: UnsafeRawBufferPointer, header: Header) -> [CacheIndex.Blob]? {
-        var valid = true
-        let blobs = HugePages.array(count: header.blobCount) { (out: UnsafeMutableBufferPointer<CacheIndex.Blob>) in
-            for number in 0..<header.blobCount {
-                let at = number * blobRecordSize
-                func word(_ offset: Int) -> UInt64 { UInt64(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: UInt64.self)) }
-                let codec = CodecTag(rawValue: body[at + 44])
-                if codec == nil { valid = false }
-                let segment = UInt32(littleEndian: body.loadUnaligned(fromByteOffset: at + 40, as: UInt32.self))
-                let id = BlobID(high: UInt64(bigEndian: body.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
-                                low: UInt64(bigEndian: body.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)))
-                (out.baseAddress! + number).initialize(to: CacheIndex.Blob(BlobInfo(
-                    id: id, codec: codec ?? .none, rawLength: Int(truncatingIfNeeded: word(16)),
-                    payloadLength: Int(truncatingIfNeeded: word(24)),
-                    place: segment == CacheIndex.Blob.loose ? .loose : .packed(segment: segment, offset: word(32)))))
-            }
-        }
-        return valid ? blobs : nil
-    }
-
-    private static func decodeEntries(_ body: UnsafeRawBufferPointer, header: Header)
-        -> (entries: [CacheIndex.Entry], keys: [UInt8], keyTable: SlotTable, blobTable: SlotTable)? {
-        var valid = true
-        var keyOffset = 0
-        let entriesStart = header.blobCount * blobRecordSize
-        let entries = HugePages.array(count: header.entryCount) { (out: UnsafeMutableBufferPointer<CacheIndex.Entry>) in
-            for number in 0..<header.entryCount {
-                let at = entriesStart + number * entryRecordSize
-                func half(_ offset: Int) -> UInt32 { UInt32(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: UInt32.self)) }
-                func time(_ offset: Int) -> Int64 { Int64(littleEndian: body.loadUnaligned(fromByteOffset: at + offset, as: Int64.self)) }
-                var keyLength = half(4)
-                if keyLength > CacheIndex.Entry.maxKeyLength || keyOffset > Int(UInt32.max) {
-                    valid = false
-                    keyLength = 0
-                }
-                (out.baseAddress! + number).initialize(to: CacheIndex.Entry(
-                    created: time(16), expiry: time(24), access: time(32), journaledAccess: time(40),
-                    keyOffset: UInt32(truncatingIfNeeded: keyOffset), keyLength: keyLength, keyHash: half(8),
-                    blob: Int32(bitPattern: half(0)), pinned: half(12) & 1 != 0, orderJournaled: true))
-                keyOffset += Int(keyLength)
-            }
-        }
-        let keys = UnsafeRawBufferPointer(rebasing: body[header.keysStart..<header.tablesStart])
-        guard valid, keyOffset == keys.count else { return nil }
-        let arena = HugePages.array(count: keys.count) { (out: UnsafeMutableBufferPointer<UInt8>) in
-            _ = out.initialize(from: keys)
-        }
-        guard let keyTable = SlotTable(buckets: buckets(body, at: header.tablesStart, count: header.keyBuckets),
+    /// The index held by a mapped snapshot whose header parsed as `header`, used where it lies.
+    /// The body's CRC is checked on both cores, one of which also checks the records and sums
+    /// the totals; `nil` when the CRC fails or the records do not make a consistent index.
+    static func restore(_ file: MappedFile, header: Header) -> CacheIndex? {
+        guard let keyTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.keyTableOffset, count: header.keyBuckets),
                                        slotCount: header.entryCount),
-              let blobTable = SlotTable(buckets: buckets(body, at: header.tablesStart + 4 * header.keyBuckets,
-                                                         count: header.blobBuckets),
+              let blobTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.blobTableOffset, count: header.blobBuckets),
                                         slotCount: header.blobCount) else { return nil }
-        return (entries, arena, keyTable, blobTable)
-    }
-
-    private static func buckets(_ body: UnsafeRawBufferPointer, at start: Int, count: Int) -> [Int32] {
-        HugePages.array(count: count) { (out: UnsafeMutableBufferPointer<Int32>) in
-            for number in 0..<count {
-                out[number] = Int32(littleEndian: body.loadUnaligned(fromByteOffset: start + 4 * number, as: Int32.self))
-            }
-        }
+        let parts = CacheIndex.Parts(
+            entries: FlatArray(mapping: file, offset: header.entriesOffset, count: header.entryCount),
+            blobs: FlatArray(mapping: file, offset: header.blobsOffset, count: header.blobCount),
+            keyArena: FlatArray(mapping: file, offset: header.keysOffset, count: header.keyBytes),
+            keyTable: keyTable, blobTable: blobTable, oldest: header.oldest, newest: header.newest)
+        let body = UnsafeRawBufferPointer(rebasing: file.bytes[page...])
+        // Checking the records costs about half as much as checksumming the same bytes.
+        let split = body.count * 3 / 5
+        var first: UInt32 = 0, second: UInt32 = 0
+        var index: CacheIndex?
+        Parallel.run([
+            { first = CRC32.checksum(UnsafeRawBufferPointer(rebasing: body[..<split])) },
+            {
+                second = CRC32.checksum(UnsafeRawBufferPointer(rebasing: body[split...]))
+                index = CacheIndex(seed: header.seed, restoring: parts)
+            },
+        ])
+        guard CRC32.combine(first, second, secondLength: body.count - split) == header.bodyCRC else { return nil }
+        return index
     }
 }

@@ -5,14 +5,14 @@
 /// Deletion shifts later buckets back (no tombstones), so lookups never slow down with churn.
 struct SlotTable {
     private static let empty: Int32 = -1
-    private var buckets: [Int32]
+    private var buckets: FlatArray<Int32>
     private var mask: Int
     private(set) var count = 0
 
     /// A table that holds `capacity` slots before it grows.
     init(capacity: Int = 0) {
         let size = Self.size(forCapacity: capacity)
-        buckets = HugePages.array(count: size) { $0.initialize(repeating: Self.empty) }
+        buckets = FlatArray(count: size) { $0.initialize(repeating: Self.empty) }
         mask = size - 1
     }
 
@@ -24,22 +24,25 @@ struct SlotTable {
         return size
     }
 
-    /// The buckets (-1 for empty), to be saved and given back to `init(buckets:slotCount:)`.
-    var savedBuckets: [Int32] { buckets }
+    /// The buckets (-1 for empty) as bytes, to be saved and given back to `init(buckets:slotCount:)`.
+    func withSavedBuckets<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result { buckets.withUnsafeBytes(body) }
 
     /// A table from saved buckets; `nil` unless they are a power of two in number, each
     /// empty or a slot below `slotCount`, with exactly `slotCount` in use.
-    init?(buckets: consuming [Int32], slotCount: Int) {
-        self.buckets = consume buckets
-        let size = self.buckets.count
+    init?(buckets: FlatArray<Int32>, slotCount: Int) {
+        self.buckets = buckets
+        let size = buckets.count
         guard size >= 16, size & (size - 1) == 0, Self.fits(slotCount, in: size) else { return nil }
-        var used = 0, valid = true
         let limit = Int32(truncatingIfNeeded: slotCount)
-        for slot in self.buckets where slot != Self.empty {
-            used += 1
-            if slot < 0 || slot >= limit { valid = false }
+        let used = buckets.withUnsafeBufferPointer { buckets -> Int? in
+            var used = 0
+            for slot in buckets where slot != Self.empty {
+                guard slot >= 0 && slot < limit else { return nil }
+                used += 1
+            }
+            return used
         }
-        guard valid, used == slotCount else { return nil }
+        guard used == slotCount else { return nil }
         mask = size - 1
         count = slotCount
     }
@@ -114,7 +117,7 @@ struct SlotTable {
 
     private mutating func grow(hashOf: (Int32) -> UInt64) {
         let old = buckets
-        buckets = [Int32](repeating: Self.empty, count: old.count * 2)
+        buckets = FlatArray(count: old.count * 2) { $0.initialize(repeating: Self.empty) }
         mask = buckets.count - 1
         for slot in old where slot != Self.empty { place(slot, hash: hashOf(slot)) }
     }

@@ -65,7 +65,7 @@ struct FsckTests {
             return ("journal-bad-header", true, Set(Self.values.keys))
         case .flipSnapshotByte:
             try writeSnapshot(root)
-            flipByte(root + "/index", at: IndexSnapshot.headerSize + 20)
+            flipByte(root + "/index", at: IndexSnapshot.page + 20)
             return ("snapshot-corrupt", true, [])
         case .forgedSnapshot:
             // Intact and tied to this journal, but saying something the journal does not.

@@ -1,4 +1,5 @@
 import Foundation
+import SystemPackage
 import Testing
 @testable import BlobCache
 
@@ -68,7 +69,7 @@ struct SnapshotTests {
         #expect(try cache.bytes(forKey: "key-new") == Array("new".utf8))
     }
 
-    @Test("a damaged snapshot is deleted and the whole journal replayed", arguments: [3, 20, 80, 400, -1])
+    @Test("a damaged snapshot is deleted and the whole journal replayed", arguments: [3, 20, 80, 400, 4100, 9000, -1])
     func damagedSnapshot(offset: Int) throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
@@ -124,13 +125,43 @@ struct SnapshotTests {
     }
 }
 
-@Suite("Slot table")
-struct SlotTableTests {
+@Suite("Index storage")
+struct IndexStorageTests {
+    @Test("a flat array over a mapped file: copies are independent, growth leaves the mapping, the file never changes")
+    func mappedFlatArray() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.appending("words")
+        let original: [UInt8] = (0..<64).map { UInt8($0) }
+        writeFile(path, original)
+        let file = try #require(try MappedFile(FilePath(path)))
+        // An empty section at the start: appending must not write into the mapping.
+        var empty = FlatArray<UInt32>(mapping: file, offset: 0, count: 0)
+        for n in 0..<100 { empty.append(UInt32(n)) }
+        #expect(Array(empty) == (0..<100).map { UInt32($0) })
+        #expect(Array(file.bytes) == original)
+        // Four words at byte 16: read in place; a copy changes apart from it.
+        let words = FlatArray<UInt32>(mapping: file, offset: 16, count: 4)
+        #expect(words.isMapped && words[0] == 0x1312_1110)
+        var copy = words
+        copy[1] = 7
+        copy.append(9)
+        #expect(words[1] == 0x1716_1514 && copy[1] == 7 && copy.count == 5 && !copy.isMapped)
+        // Writing in place changes the private mapping, never the file.
+        var owned = FlatArray<UInt32>(mapping: file, offset: 32, count: 4)
+        owned[0] = 0xFFFF_FFFF
+        #expect(owned.isMapped && owned[0] == 0xFFFF_FFFF)
+        #expect(readFile(path) == original)
+    }
+
     @Test("index records keep their size: 56-byte entries and blobs (the memory budget in docs/FORMAT.md)")
     func recordSizes() {
         #expect(MemoryLayout<CacheIndex.Entry>.stride == 56)
         #expect(MemoryLayout<CacheIndex.Blob>.stride == 56)
     }
+}
+
+@Suite("Slot table")
+struct SlotTableTests {
 
     @Test("random inserts and removals under heavy collisions agree with a set", arguments: [4, 1024] as [UInt64])
     func agreesWithSet(buckets: UInt64) {
