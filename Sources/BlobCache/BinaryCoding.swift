@@ -15,7 +15,10 @@ struct BinaryWriter {
     mutating func append(bytes other: some Sequence<UInt8>) { bytes.append(contentsOf: other) }
 
     /// Writes the 16 digest bytes of `id` in MD5's printed order.
-    mutating func append(digestOf id: BlobID) { bytes.append(contentsOf: id.digestBytes) }
+    mutating func append(digestOf id: BlobID) {
+        appendLittleEndian(id.high.bigEndian)   // the digest's own byte order
+        appendLittleEndian(id.low.bigEndian)
+    }
 
     /// Writes a UTF-8 string preceded by its byte count as a `UInt32`.
     mutating func append(lengthPrefixed string: String) {

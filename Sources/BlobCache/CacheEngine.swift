@@ -166,9 +166,8 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Drops one entry, journaling why, and deletes its blob if that was its last reference.
     func remove(slot: Int32, reason: RemovalReason) throws {
-        let key = index.key(at: slot)
+        index.withKeyBytes(at: slot) { journal.appendRemove(keyBytes: $0, reason: reason) }
         if let released = index.remove(slot: slot) { dispose(released) }
-        journal.append(.remove(key: key, reason: reason))
         switch reason {
         case .evicted: counters.evictions += 1
         case .expired: counters.expirations += 1

@@ -8,8 +8,8 @@ import Musl
 /// doubly linked LRU list over the unpinned entries. Every operation is O(1) (amortised), so
 /// eviction never scans or sorts. Not thread-safe: the cache owns it under its lock.
 ///
-/// Flat storage, about 125 bytes an entry plus its key (56-byte entry, 56-byte blob, two
-/// 4-byte buckets at up to 80% load): entries and blobs are plain structs in
+/// Flat storage, about 135 bytes an entry plus its key (56-byte entry, 56-byte blob, two
+/// 8-byte buckets at up to 80% load): entries and blobs are plain structs in
 /// arrays, keys are UTF-8 in one arena, and two `SlotTable`s map keys and ids to slots. A
 /// snapshot (`IndexSnapshot`) restores it without hashing or allocating per entry.
 struct CacheIndex {
@@ -243,12 +243,11 @@ struct CacheIndex {
 
     func slot(ofKeyBytes key: UnsafeRawBufferPointer) -> Int32? {
         let hash = KeyHash.hash(key, seed: seed)
-        let short = UInt32(truncatingIfNeeded: hash)
         return entries.withUnsafeBufferPointer { entries in
             keyArena.withUnsafeBytes { arena in
-                keyTable.find(hash: UInt64(short)) { slot in
+                keyTable.find(hash: hash) { slot in
                     let entry = entries[Int(slot)]
-                    guard entry.keyHash == short, Int(entry.keyLength) == key.count else { return false }
+                    guard Int(entry.keyLength) == key.count else { return false }
                     return key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyOffset), key.baseAddress!, key.count) == 0
                 }
             }
@@ -344,7 +343,7 @@ struct CacheIndex {
             } else {
                 entries[Int(slot)].keyOffset = appendKey(bytes)
                 entries[Int(slot)].keyLength = UInt32(bytes.count)
-                keyTable.insert(slot, hash: UInt64(hash), hashOf: keyHashOf)
+                keyTable.insert(slot, hash: UInt64(hash))
             }
             entryLogicalBytes += record.blob.rawLength
             if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
@@ -355,7 +354,7 @@ struct CacheIndex {
     /// Drops the entry in `slot`; returns its blob if that was the last reference.
     @discardableResult
     mutating func remove(slot: Int32) -> BlobInfo? {
-        keyTable.remove(slot, hash: UInt64(entries[Int(slot)].keyHash), hashOf: keyHashOf)
+        keyTable.remove(slot, hash: UInt64(entries[Int(slot)].keyHash))
         return detach(slot: slot, keepingKey: false)
     }
 
@@ -421,10 +420,6 @@ struct CacheIndex {
 
     // MARK: Private
 
-    private var keyHashOf: (Int32) -> UInt64 {
-        { [entries] slot in UInt64(entries[Int(slot)].keyHash) }
-    }
-
     private func blobSlot(of id: BlobID) -> Int32? {
         blobs.withUnsafeBufferPointer { blobs in
             blobTable.find(hash: KeyHash.hash(id, seed: seed)) { blobs[Int($0)].id == id }
@@ -481,7 +476,7 @@ struct CacheIndex {
                 slot = Int32(blobs.count)
                 blobs.append(blob)
             }
-            blobTable.insert(slot, hash: KeyHash.hash(info.id, seed: seed), hashOf: blobHashOf)
+            blobTable.insert(slot, hash: KeyHash.hash(info.id, seed: seed))
             logicalBytes += info.rawLength
             storedBytes += info.footprint
             accountPack(info, sign: 1)
@@ -494,10 +489,6 @@ struct CacheIndex {
         return slot
     }
 
-    private var blobHashOf: (Int32) -> UInt64 {
-        { [blobs, seed] slot in KeyHash.hash(blobs[Int(slot)].id, seed: seed) }
-    }
-
     private mutating func release(blobSlot slot: Int32, pinned: Bool) -> BlobInfo? {
         let footprint = blobs[Int(slot)].info.footprint
         blobs[Int(slot)].references -= 1
@@ -507,7 +498,7 @@ struct CacheIndex {
         }
         guard blobs[Int(slot)].references == 0 else { return nil }
         let info = blobs[Int(slot)].info
-        blobTable.remove(slot, hash: KeyHash.hash(info.id, seed: seed), hashOf: blobHashOf)
+        blobTable.remove(slot, hash: KeyHash.hash(info.id, seed: seed))
         freeBlobs.append(slot)
         logicalBytes -= info.rawLength
         storedBytes -= footprint

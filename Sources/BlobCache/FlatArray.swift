@@ -93,6 +93,12 @@ struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableColle
         try body(UnsafeBufferPointer(start: storage.base, count: storage.count))
     }
 
+    /// Calls `body` with the elements to change in place (one uniqueness check for all of them).
+    mutating func withUnsafeMutableBufferPointer<Result>(_ body: (UnsafeMutableBufferPointer<Element>) throws -> Result) rethrows -> Result {
+        makeUnique(capacity: storage.capacity)
+        return try body(UnsafeMutableBufferPointer(start: storage.base, count: storage.count))
+    }
+
     func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try body(UnsafeRawBufferPointer(start: storage.base, count: storage.count * MemoryLayout<Element>.stride))
     }

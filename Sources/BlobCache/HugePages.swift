@@ -17,14 +17,4 @@ enum HugePages {
         _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE)
         #endif
     }
-
-    /// An array of `count` elements made by `fill`, which must initialise all of them; its
-    /// buffer is advised for huge pages first.
-    static func array<Element>(count: Int, _ fill: (UnsafeMutableBufferPointer<Element>) -> Void) -> [Element] {
-        [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
-            advise(UnsafeMutableRawBufferPointer(buffer))
-            fill(buffer)
-            initialized = count
-        }
-    }
 }

@@ -31,8 +31,9 @@ enum IndexSnapshot {
         var blobsOffset: Int { pageAligned(entriesOffset + entryCount * MemoryLayout<CacheIndex.Entry>.stride) }
         var keysOffset: Int { pageAligned(blobsOffset + blobCount * MemoryLayout<CacheIndex.Blob>.stride) }
         var keyTableOffset: Int { pageAligned(keysOffset + keyBytes) }
-        var blobTableOffset: Int { pageAligned(keyTableOffset + 4 * keyBuckets) }
-        var fileSize: Int { blobTableOffset + 4 * blobBuckets }
+        var blobTableOffset: Int { pageAligned(keyTableOffset + bucketSize * keyBuckets) }
+        var fileSize: Int { blobTableOffset + bucketSize * blobBuckets }
+        private var bucketSize: Int { MemoryLayout<SlotTable.Bucket>.stride }
     }
 
     private static func pageAligned(_ offset: Int) -> Int { (offset + page - 1) / page * page }
@@ -66,10 +67,10 @@ enum IndexSnapshot {
         }
         var keyTable = SlotTable(capacity: entries.count), blobTable = SlotTable(capacity: blobs.count)
         for (number, entry) in entries.enumerated() {
-            keyTable.insert(Int32(number), hash: UInt64(entry.keyHash)) { _ in preconditionFailure("sized") }
+            keyTable.insert(Int32(number), hash: UInt64(entry.keyHash))
         }
         for (number, blob) in blobs.enumerated() {
-            blobTable.insert(Int32(number), hash: KeyHash.hash(blob.id, seed: index.seed)) { _ in preconditionFailure("sized") }
+            blobTable.insert(Int32(number), hash: KeyHash.hash(blob.id, seed: index.seed))
         }
         let header = Header(seed: index.seed, journalSalt: journalSalt, journalLength: journalLength,
                             journalRecords: journalRecords, entryCount: entries.count, blobCount: blobs.count,

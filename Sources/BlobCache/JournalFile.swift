@@ -35,6 +35,18 @@ final class JournalFile: @unchecked Sendable {
         recordCount += 1
     }
 
+    /// Frames a `remove` record for the key whose UTF-8 is `keyBytes`: the same bytes as
+    /// `append(.remove(key:reason:))`, without making a `String` (evictions run on every set
+    /// at the cap).
+    func appendRemove(keyBytes: UnsafeRawBufferPointer, reason: RemovalReason) {
+        JournalFormat.frame(kind: .remove, seed: seed, into: &pending) { writer in
+            writer.append(reason.rawValue)
+            writer.append(UInt32(keyBytes.count))
+            writer.append(bytes: keyBytes)
+        }
+        recordCount += 1
+    }
+
     /// Writes the pending records with one `write` (and fsyncs when synchronous).
     func flush() throws {
         guard !pending.bytes.isEmpty else { return }

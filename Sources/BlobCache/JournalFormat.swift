@@ -59,11 +59,17 @@ enum JournalFormat {
 
     /// Appends one framed record to `writer`.
     static func frame(_ record: JournalRecord, seed: UInt32, into writer: inout BinaryWriter) {
+        frame(kind: record.kind, seed: seed, into: &writer) { record.encodePayload(into: &$0) }
+    }
+
+    /// Appends one framed record of `kind` whose payload `encodePayload` writes.
+    static func frame(kind: JournalRecord.Kind, seed: UInt32, into writer: inout BinaryWriter,
+                      _ encodePayload: (inout BinaryWriter) -> Void) {
         let start = writer.bytes.count
         writer.append(UInt32(0))
         writer.append(UInt32(0))
-        writer.append(record.kind.rawValue)
-        record.encodePayload(into: &writer)
+        writer.append(kind.rawValue)
+        encodePayload(&writer)
         let payloadLength = writer.bytes.count - start - frameSize
         let crc = writer.bytes.withUnsafeBytes { CRC32.update(seed, UnsafeRawBufferPointer(rebasing: $0[(start + 8)...])) }
         writer.patch(UInt32(payloadLength), at: start)

@@ -153,10 +153,11 @@ struct IndexStorageTests {
         #expect(readFile(path) == original)
     }
 
-    @Test("index records keep their size: 56-byte entries and blobs (the memory budget in docs/FORMAT.md)")
+    @Test("index records keep their size: 56-byte entries and blobs, 8-byte buckets (the memory budget in docs/FORMAT.md)")
     func recordSizes() {
         #expect(MemoryLayout<CacheIndex.Entry>.stride == 56)
         #expect(MemoryLayout<CacheIndex.Blob>.stride == 56)
+        #expect(MemoryLayout<SlotTable.Bucket>.stride == 8)
     }
 }
 
@@ -173,10 +174,10 @@ struct SlotTableTests {
         for _ in 0..<20_000 {
             let slot = Int32(generator.next() % 600)
             if model.contains(slot) {
-                table.remove(slot, hash: hashOf(slot), hashOf: hashOf)
+                table.remove(slot, hash: hashOf(slot))
                 model.remove(slot)
             } else {
-                table.insert(slot, hash: hashOf(slot), hashOf: hashOf)
+                table.insert(slot, hash: hashOf(slot))
                 model.insert(slot)
             }
             #expect(table.count == model.count)
