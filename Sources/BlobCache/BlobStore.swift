@@ -52,8 +52,10 @@ final class BlobStore: @unchecked Sendable {
             guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
             let path = packs.appending(name)
             let fd = try FileIO.open(path, .readWrite)
-            segments[number] = PackSegment(number: number, path: path, descriptor: fd)
-            segmentSizes[number] = try FileIO.fileSize(fd, path: path)
+            let size = try FileIO.fileSize(fd, path: path)
+            segments[number] = PackSegment(number: number, path: path, descriptor: fd,
+                                           mappedLength: Int(max(size, segmentLimit)))
+            segmentSizes[number] = size
         }
         if let newest = segments.keys.max() {
             activeSegment = segments[newest]
@@ -184,7 +186,7 @@ final class BlobStore: @unchecked Sendable {
         let path = packs.appending(PackFormat.fileName(of: number))
         let fd = try FileIO.open(path, .readWrite, options: [.create, .truncate],
                                  permissions: [.ownerReadWrite, .groupRead, .otherRead])
-        let segment = PackSegment(number: number, path: path, descriptor: fd)
+        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit))
         try PackFormat.segmentHeader(number: number).withUnsafeBytes {
             try FileIO.writeAll(fd, $0, at: 0, path: path)
         }
@@ -241,7 +243,8 @@ final class BlobStore: @unchecked Sendable {
     /// What a reader needs to fetch a blob without holding the cache lock.
     enum Location: Sendable {
         case loose(FilePath)
-        case packed(PackSegment, offset: UInt64)
+        /// In `segment` at `offset`; the segment had `writtenEnd` bytes when the read began.
+        case packed(PackSegment, offset: UInt64, writtenEnd: Int64)
     }
 
     func location(of info: BlobInfo) -> Location? {
@@ -249,7 +252,7 @@ final class BlobStore: @unchecked Sendable {
         case .loose: return .loose(loosePath(of: info.id))
         case .packed(let number, let offset):
             guard let segment = segments[number] else { return nil }
-            return .packed(segment, offset: offset)
+            return .packed(segment, offset: offset, writtenEnd: segmentSizes[number] ?? 0)
         }
     }
 
@@ -261,8 +264,8 @@ final class BlobStore: @unchecked Sendable {
         case .loose(let path):
             guard let file = try FileIO.readWholeFile(path) else { return .failure(.missing("file is missing")) }
             return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
-        case .packed(let segment, let offset):
-            return try segment.readValue(at: offset, expecting: info)
+        case .packed(let segment, let offset, let writtenEnd):
+            return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd)
         }
     }
 }

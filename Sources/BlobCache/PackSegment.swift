@@ -1,24 +1,49 @@
 import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
-/// One open pack segment file. Readers keep a reference while they `pread`, so a segment that
-/// garbage collection retires stays open (and its descriptor unreused) until the last read ends.
+/// One open pack segment file. Readers keep a reference while they read, so a segment that
+/// garbage collection retires stays open (and mapped, and its descriptor unreused) until the
+/// last read ends.
+///
+/// The file is mapped once, shared and read-only, over `mappedLength` bytes (the segment size
+/// limit: more than the file holds while it grows; appended records show through the page
+/// cache). A record is read from the mapping only when it lies within the bytes the store
+/// knows were written (`writtenEnd`, taken under the cache's lock), so nothing past the end of
+/// the file is ever touched; anything else goes through `pread`.
 final class PackSegment: Sendable {
     let number: UInt32
     let path: FilePath
     let descriptor: FileDescriptor
+    /// Read-only and never remapped, so sharing it across threads is safe.
+    nonisolated(unsafe) private let mapping: UnsafeRawBufferPointer?
 
-    init(number: UInt32, path: FilePath, descriptor: FileDescriptor) {
+    init(number: UInt32, path: FilePath, descriptor: FileDescriptor, mappedLength: Int) {
         self.number = number
         self.path = path
         self.descriptor = descriptor
+        let base = mappedLength > 0 ? mmap(nil, mappedLength, PROT_READ, MAP_SHARED, descriptor.rawValue, 0) : nil
+        mapping = base.flatMap { $0 == MAP_FAILED ? nil : UnsafeRawBufferPointer(start: $0, count: mappedLength) }
     }
 
-    deinit { try? descriptor.close() }
+    deinit {
+        if let mapping { munmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress!), mapping.count) }
+        try? descriptor.close()
+    }
 
-    /// Reads and checks the record at `offset`, returning the value's bytes.
-    func readValue(at offset: UInt64, expecting info: BlobInfo) throws -> Result<[UInt8], BlobDamage> {
-        let record = try FileIO.read(descriptor, count: PackFormat.recordHeaderSize + info.payloadLength,
-                                     at: Int64(offset), path: path)
+    /// Reads and checks the record at `offset`, returning the value's bytes; `writtenEnd` is
+    /// how many bytes of the file the store had written when the read began.
+    func readValue(at offset: UInt64, expecting info: BlobInfo, writtenEnd: Int64) throws -> Result<[UInt8], BlobDamage> {
+        let length = PackFormat.recordHeaderSize + info.payloadLength
+        if let mapping, Int64(offset) + Int64(length) <= min(writtenEnd, Int64(mapping.count)) {
+            // No system call and no copy: checked and decoded from the page cache.
+            return PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<Int(offset) + length]),
+                                     expecting: info)
+        }
+        let record = try FileIO.read(descriptor, count: length, at: Int64(offset), path: path)
         return record.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info) }
     }
 }
