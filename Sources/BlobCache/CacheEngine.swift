@@ -86,6 +86,9 @@ final class CacheEngine: @unchecked Sendable {
     private func checkRoom(for blob: BlobInfo, key: String) throws {
         let replacedSlot = index.slot(of: key)
         let replaced = replacedSlot.map { index.entry(at: $0) }
+        if replacedSlot == nil, !index.hasRoom(forKeyOf: key.utf8.count) {
+            throw BlobCacheError.invalidKey(reason: "the cache's keys would take more than 4 GiB in all")
+        }
         if let max = limits.maxStoredBytes {
             if blob.footprint > max { throw BlobCacheError.valueTooLarge(storedBytes: blob.footprint, limit: max) }
             var floor = index.pinnedStoredBytes

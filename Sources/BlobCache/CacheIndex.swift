@@ -435,7 +435,11 @@ struct CacheIndex {
         return Int32(entries.count - 1)
     }
 
+    /// Whether a new key of `length` bytes fits the arena's 4 GiB of offsets.
+    func hasRoom(forKeyOf length: Int) -> Bool { keyArena.count - deadKeyBytes + length <= Int(UInt32.max) }
+
     private mutating func appendKey(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        if keyArena.count + bytes.count > Int(UInt32.max) { compactKeys() }
         let offset = keyArena.count
         precondition(offset + bytes.count <= Int(UInt32.max), "keys take more than 4 GiB")
         keyArena.append(contentsOf: bytes)
