@@ -115,6 +115,31 @@ enum Compression {
         return value
     }
 
+    /// For a large LZ4 payload: decodes it and computes the CRC of `head` followed by it, in one
+    /// pass per core (each core checksums a contiguous half of the frame block by block and
+    /// decodes each block while its bytes are in cache). `nil` when `payload` is not a frame
+    /// whose blocks can be split (callers then decode and checksum separately). The value is
+    /// only to be used when the CRC matches (decoding damaged input is memory-safe).
+    static func decodeChecksumming(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int,
+                                   after head: UnsafeRawBufferPointer) -> (value: [UInt8]?, crc: UInt32)? {
+        guard tag == .lz4, rawCount >= Parallel.threshold, let frame = LZ4Frame(payload, rawCount: rawCount),
+              frame.blocks.count >= 2 else { return nil }
+        let middle = frame.blocks.count / 2
+        // Each block is a 4-byte size field, then its bytes.
+        let split = frame.blocks[middle].offset - 4
+        var crc: UInt32 = 0
+        let value = decodeInto(rawCount) { out in
+            var first: (ok: Bool, crc: UInt32) = (false, 0), second: (ok: Bool, crc: UInt32) = (false, 0)
+            Parallel.run([
+                { first = frame.decode(into: out, blocks: 0..<middle, checksumming: 0..<split, from: CRC32.checksum(head)) },
+                { second = frame.decode(into: out, blocks: middle..<frame.blocks.count, checksumming: split..<payload.count, from: 0) },
+            ])
+            crc = CRC32.combine(first.crc, second.crc, secondLength: payload.count - split)
+            return first.ok && second.ok
+        }
+        return (value, crc)
+    }
+
     private static func decodeSequentially(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
         switch tag {
         case .none:
@@ -168,6 +193,27 @@ struct LZ4Frame {
         self.blocks = Array(blocks.prefix(count))
         self.blockMax = blockMax
         self.rawCount = rawCount
+    }
+
+    /// Decodes `blocks` into `out`, continuing `crc` over the payload bytes in `range` (which
+    /// holds those blocks: bytes before the first block go before it, bytes after the last go
+    /// after it), one block at a time so that each is checksummed and decoded while in cache.
+    func decode(into out: UnsafeMutableRawBufferPointer, blocks range: Range<Int>, checksumming bytes: Range<Int>,
+                from crc: UInt32) -> (ok: Bool, crc: UInt32) {
+        var crc = crc, cursor = bytes.lowerBound, ok = true
+        blocks.withUnsafeBufferPointer { blocks in
+            for index in range {
+                let end = blocks[index].offset + blocks[index].size
+                crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: payload[cursor..<end]))
+                cursor = end
+                if ok {
+                    ok = blobcache_lz4_decode_blocks(payload.baseAddress, blocks.baseAddress, blocks.count, index,
+                                                     blocks.count, blockMax, out.baseAddress, rawCount) == 0
+                }
+            }
+        }
+        crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: payload[cursor..<bytes.upperBound]))
+        return (ok, crc)
     }
 
     /// Decodes blocks `first`, `first + step`, … into `out`; false on any damage.

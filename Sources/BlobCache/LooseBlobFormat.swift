@@ -66,10 +66,14 @@ enum LooseBlobFormat {
         let head = UnsafeRawBufferPointer(rebasing: bytes[0..<28])
         // A large blob is checksummed (in two halves, combined) while it is decoded, on every
         // core; the bytes are returned only if both pass (decoding damaged input is memory-safe,
-        // its result is dropped). A raw one only has its checksum split.
+        // its result is dropped). An LZ4 frame is split by blocks, each core checksumming and
+        // decoding its half in one pass; other codecs decode alongside the two checksums; a raw
+        // blob only has its checksum split.
         var crc: UInt32 = 0
         var value: [UInt8]?
-        if payload.count >= Parallel.threshold {
+        if let decoded = Compression.decodeChecksumming(payload, tag: header.codec, rawCount: header.rawLength, after: head) {
+            (value, crc) = decoded
+        } else if payload.count >= Parallel.threshold {
             let half = payload.count / 2
             var first: UInt32 = 0, second: UInt32 = 0
             let checksums: [() -> Void] = [
