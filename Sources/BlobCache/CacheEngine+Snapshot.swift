@@ -9,7 +9,13 @@ extension CacheEngine {
     static func restoreSnapshot(in directory: FilePath, journalSalt: UInt64, journalSize: Int64)
         throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
         let path = snapshotPath(in: directory)
-        guard let file = try MappedFile(path) else {
+        let mapped: MappedFile?
+        do {
+            mapped = try MappedFile(path)
+        } catch {
+            return nil   // unreadable now (say, out of address space): replay, keep the file
+        }
+        guard let file = mapped else {
             if FileIO.status(path) != nil { _ = try FileIO.remove(path) }   // empty
             return nil
         }
@@ -26,8 +32,9 @@ extension CacheEngine {
 
     /// Writes `DIR/index` for the journal as it stands (flushed), when the journal has grown
     /// by `snapshotThreshold` (64 KiB by default: replaying that takes well under a
-    /// millisecond, writing the snapshot of a large cache several) since the last one. Best effort: the snapshot only saves
-    /// time at the next open, so failing to write it loses nothing.
+    /// millisecond, writing the snapshot of a large cache several) since the last one.
+    /// Best effort: the snapshot only saves time at the next open, so failing to write it
+    /// loses nothing.
     func writeSnapshotIfWorthIt() {
         let covered = snapshotCoverage ?? Int64(JournalFormat.headerSize)
         guard journal.failure == nil, journal.size - covered >= snapshotThreshold else { return }
