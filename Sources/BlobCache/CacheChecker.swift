@@ -123,7 +123,7 @@ struct CacheChecker {
                 return ("snapshot-stale", "reflects another journal (it is not used; the next open deletes it)")
             }
             guard var restored = IndexSnapshot.restore(file, header: header) else {
-                return ("snapshot-corrupt", "body CRC mismatch or inconsistent records")
+                return ("snapshot-corrupt", "body hash mismatch or inconsistent records")
             }
             let tail = journal.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[Int(header.journalLength)...]) }
             let walk = JournalReader.walk(records: tail, at: Int(header.journalLength), salt: salt) { record, _ in

@@ -23,7 +23,8 @@ enum IndexSnapshot {
         let keyBytes: Int
         let oldest: Int32
         let newest: Int32
-        let bodyCRC: UInt32
+        /// XXH64 of everything after the header page.
+        let bodyDigest: UInt64
 
         var keyBuckets: Int { SlotTable.size(forCapacity: entryCount) }
         var blobBuckets: Int { SlotTable.size(forCapacity: blobCount) }
@@ -75,7 +76,7 @@ enum IndexSnapshot {
         let header = Header(seed: index.seed, journalSalt: journalSalt, journalLength: journalLength,
                             journalRecords: journalRecords, entryCount: entries.count, blobCount: blobs.count,
                             keyBytes: keys.count, oldest: firstUnpinned < order.count ? Int32(firstUnpinned) : -1,
-                            newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyCRC: 0)
+                            newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyDigest: 0)
         var file = [UInt8](repeating: 0, count: header.fileSize)
         file.withUnsafeMutableBytes { out in
             func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
@@ -86,13 +87,12 @@ enum IndexSnapshot {
             keys.withUnsafeBytes { put($0, at: header.keysOffset) }
             keyTable.withSavedBuckets { put($0, at: header.keyTableOffset) }
             blobTable.withSavedBuckets { put($0, at: header.blobTableOffset) }
-            let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[page...]))
-            encodeHeader(header, bodyCRC: crc, into: out)
+            encodeHeader(header, bodyDigest: XXHash64.hash(UnsafeRawBufferPointer(rebasing: out[page...])), into: out)
         }
         return file
     }
 
-    private static func encodeHeader(_ header: Header, bodyCRC: UInt32, into out: UnsafeMutableRawBufferPointer) {
+    private static func encodeHeader(_ header: Header, bodyDigest: UInt64, into out: UnsafeMutableRawBufferPointer) {
         for (index, byte) in magic.enumerated() { out[index] = byte }
         out.storeBytes(of: version.littleEndian, toByteOffset: 4, as: UInt32.self)
         let words: [UInt64] = [
@@ -102,7 +102,7 @@ enum IndexSnapshot {
         for (number, word) in words.enumerated() { out.storeBytes(of: word.littleEndian, toByteOffset: 8 + 8 * number, as: UInt64.self) }
         out.storeBytes(of: header.oldest.littleEndian, toByteOffset: 72, as: Int32.self)
         out.storeBytes(of: header.newest.littleEndian, toByteOffset: 76, as: Int32.self)
-        out.storeBytes(of: bodyCRC.littleEndian, toByteOffset: 80, as: UInt32.self)
+        out.storeBytes(of: bodyDigest.littleEndian, toByteOffset: 80, as: UInt64.self)
         let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<(page - 4)]))
         out.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self)
     }
@@ -129,7 +129,7 @@ enum IndexSnapshot {
             journalRecords: Int(word(4)), entryCount: Int(word(5)), blobCount: Int(word(6)), keyBytes: Int(word(7)),
             oldest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 72, as: Int32.self)),
             newest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 76, as: Int32.self)),
-            bodyCRC: UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt32.self)))
+            bodyDigest: UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt64.self)))
         guard image.count == header.fileSize else {
             return .failure(.truncated("snapshot has \(image.count) bytes, its header says \(header.fileSize)"))
         }
@@ -137,31 +137,28 @@ enum IndexSnapshot {
     }
 
     /// The index held by a mapped snapshot whose header parsed as `header`, used where it lies.
-    /// The body's CRC is checked on both cores, one of which also checks the records and sums
-    /// the totals; `nil` when the CRC fails or the records do not make a consistent index.
+    /// One core hashes the body (XXH64) while the other checks the tables and the records and
+    /// sums the totals; `nil` when the hash differs or the parts do not make a consistent index.
     static func restore(_ file: MappedFile, header: Header) -> CacheIndex? {
-        guard let keyTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.keyTableOffset, count: header.keyBuckets),
-                                       slotCount: header.entryCount),
-              let blobTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.blobTableOffset, count: header.blobBuckets),
-                                        slotCount: header.blobCount) else { return nil }
-        let parts = CacheIndex.Parts(
-            entries: FlatArray(mapping: file, offset: header.entriesOffset, count: header.entryCount),
-            blobs: FlatArray(mapping: file, offset: header.blobsOffset, count: header.blobCount),
-            keyArena: FlatArray(mapping: file, offset: header.keysOffset, count: header.keyBytes),
-            keyTable: keyTable, blobTable: blobTable, oldest: header.oldest, newest: header.newest)
         let body = UnsafeRawBufferPointer(rebasing: file.bytes[page...])
-        // Checking the records costs about half as much as checksumming the same bytes.
-        let split = body.count * 3 / 5
-        var first: UInt32 = 0, second: UInt32 = 0
+        var digest: UInt64 = 0
         var index: CacheIndex?
         Parallel.run([
-            { first = CRC32.checksum(UnsafeRawBufferPointer(rebasing: body[..<split])) },
+            { digest = XXHash64.hash(body) },
             {
-                second = CRC32.checksum(UnsafeRawBufferPointer(rebasing: body[split...]))
-                index = CacheIndex(seed: header.seed, restoring: parts)
+                guard let keyTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.keyTableOffset,
+                                                                  count: header.keyBuckets),
+                                               slotCount: header.entryCount),
+                      let blobTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.blobTableOffset,
+                                                                   count: header.blobBuckets),
+                                                slotCount: header.blobCount) else { return }
+                index = CacheIndex(seed: header.seed, restoring: CacheIndex.Parts(
+                    entries: FlatArray(mapping: file, offset: header.entriesOffset, count: header.entryCount),
+                    blobs: FlatArray(mapping: file, offset: header.blobsOffset, count: header.blobCount),
+                    keyArena: FlatArray(mapping: file, offset: header.keysOffset, count: header.keyBytes),
+                    keyTable: keyTable, blobTable: blobTable, oldest: header.oldest, newest: header.newest))
             },
         ])
-        guard CRC32.combine(first, second, secondLength: body.count - split) == header.bodyCRC else { return nil }
-        return index
+        return digest == header.bodyDigest ? index : nil
     }
 }

@@ -161,6 +161,26 @@ struct IndexStorageTests {
     }
 }
 
+@Suite("XXH64")
+struct XXHash64Tests {
+    /// Reference values from the `xxhash` Python package (the C library's bindings).
+    @Test("matches the reference implementation at every tail length")
+    func referenceVectors() {
+        let data = (0..<1000).map { UInt8(truncatingIfNeeded: ($0 * 31) >> 3) }
+        let expected: [(Int, UInt64)] = [
+            (0, 0xEF46_DB37_51D8_E999), (1, 0xE934_A84A_DB05_2768), (3, 0xDA33_37C7_ED17_8348),
+            (4, 0xD195_7A2D_D9BD_CB42), (7, 0x1F75_EE2A_ED3F_0AAE), (8, 0x0F3C_7684_CF2E_EDE0),
+            (31, 0x81BD_800D_358A_6D63), (32, 0x27FF_579B_5DD7_870C), (33, 0x6CB7_7020_9F8C_B84F),
+            (100, 0x834A_54FE_F8C9_1D6A), (1000, 0x2181_A1BF_AC42_7FE3),
+        ]
+        for (count, digest) in expected {
+            #expect(data.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[..<count])) } == digest, "\(count) bytes")
+        }
+        #expect(data.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[..<100]), seed: 0x1_2345_6789) }
+                == 0x0244_1597_F6EB_707A)
+    }
+}
+
 @Suite("Slot table")
 struct SlotTableTests {
 
