@@ -8,8 +8,9 @@ import Musl
 /// doubly linked LRU list over the unpinned entries. Every operation is O(1) (amortised), so
 /// eviction never scans or sorts. Not thread-safe: the cache owns it under its lock.
 ///
-/// Flat storage, about 135 bytes an entry plus its key (56-byte entry, 56-byte blob, two
-/// 8-byte buckets at up to 80% load): entries and blobs are plain structs in
+/// Flat storage: per entry a 56-byte entry record, a 56-byte blob record (when its value is
+/// not shared), two 8-byte buckets at up to 80% load, and its key (W4's "index bytes/entry"
+/// measures the whole): entries and blobs are plain structs in
 /// arrays, keys are UTF-8 in one arena, and two `SlotTable`s map keys and ids to slots. A
 /// snapshot (`IndexSnapshot`) restores it without hashing or allocating per entry.
 struct CacheIndex {
@@ -43,8 +44,6 @@ struct CacheIndex {
             lengthAndFlags = keyLength | (pinned ? Self.pinnedBit : 0) | (orderJournaled ? Self.orderJournaledBit : 0)
         }
 
-        /// The longest key an entry holds (1 GiB - 1 bytes).
-        static let maxKeyLength: UInt32 = lengthMask
         private static let lengthMask: UInt32 = (1 << 30) - 1
         private static let pinnedBit: UInt32 = 1 << 30
         private static let orderJournaledBit: UInt32 = 1 << 31
@@ -409,13 +408,6 @@ struct CacheIndex {
     /// Bytes of live records in pack segment `number`.
     func liveBytes(inSegment number: UInt32) -> Int {
         Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0
-    }
-
-    /// Bytes the index's own storage takes (arrays at their capacity, tables, key arena).
-    var footprint: Int {
-        entries.capacity * MemoryLayout<Entry>.stride + blobs.capacity * MemoryLayout<Blob>.stride
-            + keyArena.capacity + keyTable.footprint + blobTable.footprint
-            + (freeEntries.capacity + freeBlobs.capacity) * MemoryLayout<Int32>.stride
     }
 
     // MARK: Private

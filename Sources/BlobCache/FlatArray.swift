@@ -1,7 +1,7 @@
 /// A growable array of plain values (value semantics, copy on write) whose storage can also be
 /// a section of a privately mapped file: a restored index snapshot is used where it lies in the
-/// page cache instead of being copied into freshly zeroed memory (which costs about 0.5 ms per
-/// MiB on the machines here). Writing to a mapped element copies only its page (MAP_PRIVATE);
+/// page cache instead of being copied into freshly zeroed memory (whose page faults were the
+/// largest cost of a restore in `perf record -g workload w4-open DIR KEY`). Writing to a mapped element copies only its page (MAP_PRIVATE);
 /// growing past a mapped section moves the array to ordinary memory.
 struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableCollection {
     private final class Storage {
@@ -14,7 +14,6 @@ struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableColle
         init(capacity: Int) {
             self.capacity = Swift.max(capacity, 1)
             base = UnsafeMutablePointer<Element>.allocate(capacity: self.capacity)
-            HugePages.advise(UnsafeMutableRawBufferPointer(start: base, count: self.capacity * MemoryLayout<Element>.stride))
             count = 0
             mapping = nil
         }

@@ -39,10 +39,8 @@ final class JournalFile: @unchecked Sendable {
     /// `append(.remove(key:reason:))`, without making a `String` (evictions run on every set
     /// at the cap).
     func appendRemove(keyBytes: UnsafeRawBufferPointer, reason: RemovalReason) {
-        JournalFormat.frame(kind: .remove, seed: seed, into: &pending) { writer in
-            writer.append(reason.rawValue)
-            writer.append(UInt32(keyBytes.count))
-            writer.append(bytes: keyBytes)
+        JournalFormat.frame(kind: .remove, seed: seed, into: &pending) {
+            JournalRecord.encodeRemove(keyBytes: keyBytes, reason: reason, into: &$0)
         }
         recordCount += 1
     }

@@ -39,13 +39,21 @@ enum JournalRecord: Equatable {
             writer.append(time)
             writer.append(lengthPrefixed: key)
         case .remove(let key, let reason):
-            writer.append(reason.rawValue)
-            writer.append(lengthPrefixed: key)
+            var key = key
+            key.withUTF8 { Self.encodeRemove(keyBytes: UnsafeRawBufferPointer($0), reason: reason, into: &writer) }
         case .removeAll(let includingPinned):
             writer.append(includingPinned ? UInt8(1) : 0)
         case .relocate(let blob):
             Self.encode(blob, into: &writer)
         }
+    }
+
+    /// The payload of a `remove` record for the key whose UTF-8 is `keyBytes` (also framed
+    /// straight from the index's key bytes, without a `String`, for evictions).
+    static func encodeRemove(keyBytes: UnsafeRawBufferPointer, reason: RemovalReason, into writer: inout BinaryWriter) {
+        writer.append(reason.rawValue)
+        writer.append(UInt32(keyBytes.count))
+        writer.append(bytes: keyBytes)
     }
 
     /// Parses a payload of `kind`; `nil` when it does not parse (treated as damage).

@@ -100,9 +100,6 @@ struct SlotTable {
         count -= 1
     }
 
-    /// Bytes the table takes.
-    var footprint: Int { buckets.count * MemoryLayout<Bucket>.stride }
-
     /// At most 80% full: linear probing still finds a key in under 3 probes on average, and
     /// 8-byte buckets cost 10–20 bytes an entry.
     private static func fits(_ count: Int, in size: Int) -> Bool { count * 5 <= size * 4 }

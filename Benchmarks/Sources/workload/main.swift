@@ -189,21 +189,17 @@ func w4(_ options: Options) throws -> Measurement {
     let engine = try makeEngine(options, directory: directory)
     for (key, blob) in zip(keys, blobs) { try blob.withUnsafeBytes { try engine.put($0, key: key) } }
     try engine.close()
-    var samples: [Double] = []
-    var bytesPerEntry: [Int] = []
-    for run in 0..<options.w4Runs {
-        // Odd runs measure memory after a warm-up (see w4Open); even runs measure time, cold.
-        let fields = try runChild(["w4-open", directory, keys[keys.count / 2]] + (run % 2 == 1 ? ["--warm"] : []))
+    // Time from cold fresh processes; memory from one more that warms up first (see w4Open).
+    func open(warm: Bool) throws -> (seconds: Double, bytesPerEntry: Int) {
+        let fields = try runChild(["w4-open", directory, keys[keys.count / 2]] + (warm ? ["--warm"] : []))
         guard fields.count == 2, let seconds = Double(fields[0]), let perEntry = Int(fields[1]) else {
             throw WorkloadError.usage("w4-open said: \(fields)")
         }
-        if run % 2 == 1 { bytesPerEntry.append(perEntry) } else { samples.append(seconds) }
+        return (seconds, perEntry)
     }
-    if bytesPerEntry.isEmpty { bytesPerEntry = [try runChild(["w4-open", directory, keys[keys.count / 2], "--warm"]).last.flatMap { Int($0) } ?? 0] }
-    samples.sort()
-    bytesPerEntry.sort()
+    let samples = try (0..<options.w4Runs).map { _ in try open(warm: false).seconds }.sorted()
     var measurement = Measurement(workload: "W4.open+get", ops: 1, seconds: samples[samples.count / 2], bytes: 4096)
-    measurement.indexBytesPerEntry = bytesPerEntry[bytesPerEntry.count / 2]
+    measurement.indexBytesPerEntry = try open(warm: true).bytesPerEntry
     return measurement
 }
 
