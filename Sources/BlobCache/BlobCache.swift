@@ -270,7 +270,7 @@ public final class BlobCache: Sendable {
         }
         let id = prepared.id
         let limit = try withEngine { $0.limits.maxStoredBytes }
-        let footprint = prepared.image.count
+        let footprint = prepared.imageCount
         if let limit, footprint > limit { throw BlobCacheError.valueTooLarge(storedBytes: footprint, limit: limit) }
         let staged = prepared.packed ? nil : try BlobStore.stage(prepared, objects: objects, synchronous: synchronous)
         try withEngine { try $0.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned) }

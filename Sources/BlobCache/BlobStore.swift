@@ -9,9 +9,20 @@ struct PreparedBlob: Sendable {
     let rawLength: Int
     let codec: CodecTag
     let payloadLength: Int
-    /// Header + payload exactly as the file or pack record holds it.
-    let image: [UInt8]
+    /// The encoder's buffer: from `imageStart` on, header + payload exactly as the file or pack
+    /// record holds it (a loose header is shorter than the headroom left for a record's, and
+    /// the bytes before it are skipped rather than moved).
+    let buffer: [UInt8]
+    let imageStart: Int
     let packed: Bool
+
+    /// Bytes on disk: the record or the file.
+    var imageCount: Int { buffer.count - imageStart }
+
+    /// Calls `body` with the on-disk image.
+    func withImage<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[imageStart...])) }
+    }
 }
 
 /// A loose blob written under a temporary name, waiting to be published (or discarded).
@@ -110,15 +121,17 @@ final class BlobStore: @unchecked Sendable {
     static func frame(_ encoded: Compression.Encoded, id: BlobID, rawLength: Int, packThreshold: Int) -> PreparedBlob {
         let packed = encoded.payloadCount + PackFormat.recordHeaderSize < packThreshold
             && encoded.payloadCount <= Int(UInt32.max)
-        var image = encoded.buffer
+        var buffer = encoded.buffer
+        let imageStart: Int
         if packed {
-            PackFormat.writeRecordHeader(into: &image, id: id, codec: encoded.tag, rawLength: rawLength)
+            imageStart = 0
+            PackFormat.writeRecordHeader(into: &buffer, id: id, codec: encoded.tag, rawLength: rawLength)
         } else {
-            image.removeFirst(PackFormat.recordHeaderSize - LooseBlobFormat.headerSize)
-            LooseBlobFormat.writeHeader(into: &image, at: 0, codec: encoded.tag, rawLength: rawLength)
+            imageStart = PackFormat.recordHeaderSize - LooseBlobFormat.headerSize
+            LooseBlobFormat.writeHeader(into: &buffer, at: imageStart, codec: encoded.tag, rawLength: rawLength)
         }
-        return PreparedBlob(id: id, rawLength: rawLength, codec: encoded.tag,
-                            payloadLength: encoded.payloadCount, image: image, packed: packed)
+        return PreparedBlob(id: id, rawLength: rawLength, codec: encoded.tag, payloadLength: encoded.payloadCount,
+                            buffer: buffer, imageStart: imageStart, packed: packed)
     }
 
     /// Writes a loose blob under a temporary name in its shard directory (outside the lock).
@@ -139,7 +152,7 @@ final class BlobStore: @unchecked Sendable {
             throw BlobCacheError.io(operation: "create", path: temporary.string, errno: errno)
         }
         do {
-            try blob.image.withUnsafeBytes { try FileIO.writeAll(fd, $0, path: temporary) }
+            try blob.withImage { try FileIO.writeAll(fd, $0, path: temporary) }
             if synchronous { try FileIO.sync(fd, path: temporary) }
             try fd.close()
         } catch {
@@ -158,14 +171,14 @@ final class BlobStore: @unchecked Sendable {
 
     /// Appends a packed blob's record to the newest segment, starting a new one when full.
     func append(_ blob: PreparedBlob) throws -> BlobPlace {
-        return try appendRecord(blob.image)
+        try blob.withImage { try appendRecord($0) }
     }
 
     /// Appends a whole record image; returns its place.
-    func appendRecord(_ image: [UInt8]) throws -> BlobPlace {
+    func appendRecord(_ image: UnsafeRawBufferPointer) throws -> BlobPlace {
         let segment = try segmentWithRoom(for: image.count)
         let offset = activeEnd
-        try image.withUnsafeBytes { try FileIO.writeAll(segment.descriptor, $0, at: offset, path: segment.path) }
+        try FileIO.writeAll(segment.descriptor, image, at: offset, path: segment.path)
         activeEnd += Int64(image.count)
         segmentSizes[segment.number] = activeEnd
         if synchronous { try FileIO.sync(segment.descriptor, path: segment.path) }

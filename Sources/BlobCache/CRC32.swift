@@ -1,7 +1,7 @@
 import CZlib
 
-/// zlib's CRC-32 (the ISO-HDLC polynomial), which every loose blob, pack record and journal
-/// record carries. Runs at several GB/s here.
+/// zlib's CRC-32 (the ISO-HDLC polynomial), which every pack record and journal record carries
+/// (and loose blobs of format version 1).
 enum CRC32 {
     /// Continues `crc` over `bytes`; start with 0.
     static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
@@ -18,11 +18,6 @@ enum CRC32 {
 
     /// CRC-32 of `bytes`.
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 { update(0, bytes) }
-
-    /// The CRC of A followed by B, from the CRCs of A and B and B's length (zlib's crc32_combine).
-    static func combine(_ first: UInt32, _ second: UInt32, secondLength: Int) -> UInt32 {
-        UInt32(truncatingIfNeeded: crc32_combine(uLong(first), uLong(second), off_t(secondLength)))
-    }
 
     /// CRC-32 of an array of bytes.
     static func checksum(_ bytes: [UInt8]) -> UInt32 { bytes.withUnsafeBytes { update(0, $0) } }

@@ -92,7 +92,7 @@ extension CacheEngine {
                 guard case .packed(_, let offset) = info.place, let segment = store.segments[number] else { continue }
                 let image = try FileIO.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path)
                 var moved = info
-                moved.place = try store.appendRecord(image)
+                moved.place = try image.withUnsafeBytes { try store.appendRecord($0) }
                 index.relocate(moved)
                 journal.append(.relocate(moved))
                 movedRecords += 1

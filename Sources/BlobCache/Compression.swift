@@ -1,5 +1,6 @@
 import CLZ4
 import CZlib
+import Synchronization
 
 /// Compresses and decompresses blob payloads with the native libraries, reusing their contexts.
 ///
@@ -97,47 +98,22 @@ enum Compression {
     }
 
     /// Decodes `payload` that `tag` compressed back to exactly `rawCount` bytes; `nil` on damage.
-    /// The `alongside` tasks run at the same time, on every core (the caller's checksum); a large
-    /// LZ4 payload also has its blocks decoded on two cores.
+    /// `first` (the caller's checksum) runs before or, for a large payload, while it is decoded;
+    /// a large LZ4 frame is decoded on every core, and the core that ran `first` joins in after.
+    ///
+    ///     let value = Compression.decode(payload, tag: .lz4, rawCount: 4096)
     static func decode(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int,
-                       alongside: [() -> Void] = []) -> [UInt8]? {
+                       first: (() -> Void)? = nil) -> [UInt8]? {
         if tag == .lz4, rawCount >= Parallel.threshold, let frame = LZ4Frame(payload, rawCount: rawCount) {
-            return decodeInto(rawCount) { out in
-                var even = false, odd = false
-                Parallel.run([{ even = frame.decode(into: out, first: 0, step: 2) },
-                              { odd = frame.decode(into: out, first: 1, step: 2) }] + alongside)
-                return even && odd
-            }
+            return decodeInto(rawCount) { frame.decodeOnEveryCore(into: $0, first: first) }
         }
-        guard !alongside.isEmpty else { return decodeSequentially(payload, tag: tag, rawCount: rawCount) }
+        guard let first, payload.count >= Parallel.threshold else {
+            first?()
+            return decodeSequentially(payload, tag: tag, rawCount: rawCount)
+        }
         var value: [UInt8]?
-        Parallel.run([{ value = decodeSequentially(payload, tag: tag, rawCount: rawCount) }] + alongside)
+        Parallel.run([first, { value = decodeSequentially(payload, tag: tag, rawCount: rawCount) }])
         return value
-    }
-
-    /// For a large LZ4 payload: decodes it and computes the CRC of `head` followed by it, in one
-    /// pass per core (each core checksums a contiguous half of the frame block by block and
-    /// decodes each block while its bytes are in cache). `nil` when `payload` is not a frame
-    /// whose blocks can be split (callers then decode and checksum separately). The value is
-    /// only to be used when the CRC matches (decoding damaged input is memory-safe).
-    static func decodeChecksumming(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int,
-                                   after head: UnsafeRawBufferPointer) -> (value: [UInt8]?, crc: UInt32)? {
-        guard tag == .lz4, rawCount >= Parallel.threshold, let frame = LZ4Frame(payload, rawCount: rawCount),
-              frame.blocks.count >= 2 else { return nil }
-        let middle = frame.blocks.count / 2
-        // Each block is a 4-byte size field, then its bytes.
-        let split = frame.blocks[middle].offset - 4
-        var crc: UInt32 = 0
-        let value = decodeInto(rawCount) { out in
-            var first: (ok: Bool, crc: UInt32) = (false, 0), second: (ok: Bool, crc: UInt32) = (false, 0)
-            Parallel.run([
-                { first = frame.decode(into: out, blocks: 0..<middle, checksumming: 0..<split, from: CRC32.checksum(head)) },
-                { second = frame.decode(into: out, blocks: middle..<frame.blocks.count, checksumming: split..<payload.count, from: 0) },
-            ])
-            crc = CRC32.combine(first.crc, second.crc, secondLength: payload.count - split)
-            return first.ok && second.ok
-        }
-        return (value, crc)
     }
 
     private static func decodeSequentially(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
@@ -195,32 +171,50 @@ struct LZ4Frame {
         self.rawCount = rawCount
     }
 
-    /// Decodes `blocks` into `out`, continuing `crc` over the payload bytes in `range` (which
-    /// holds those blocks: bytes before the first block go before it, bytes after the last go
-    /// after it), one block at a time so that each is checksummed and decoded while in cache.
-    func decode(into out: UnsafeMutableRawBufferPointer, blocks range: Range<Int>, checksumming bytes: Range<Int>,
-                from crc: UInt32) -> (ok: Bool, crc: UInt32) {
-        var crc = crc, cursor = bytes.lowerBound, ok = true
+    /// Decodes every block into `out` on every core, each core taking the next block nobody has
+    /// taken, so that a core that runs `first`, or that the machine lends to something else for
+    /// a while, simply decodes fewer. False on any damage.
+    func decodeOnEveryCore(into out: UnsafeMutableRawBufferPointer, first: (() -> Void)?) -> Bool {
+        let progress = DecodingProgress()
+        let workers = max(1, min(Parallel.cores, blocks.count))
+        Parallel.run((0..<workers).map { worker in
+            {
+                if worker == 0 { first?() }
+                decodeBlocks(handedOutBy: progress, into: out)
+            }
+        })
+        return !progress.failed
+    }
+
+    /// Decodes blocks as `progress` hands them out, until none are left or one is damaged.
+    private func decodeBlocks(handedOutBy progress: DecodingProgress, into out: UnsafeMutableRawBufferPointer) {
         blocks.withUnsafeBufferPointer { blocks in
-            for index in range {
-                let end = blocks[index].offset + blocks[index].size
-                crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: payload[cursor..<end]))
-                cursor = end
-                if ok {
-                    ok = blobcache_lz4_decode_blocks(payload.baseAddress, blocks.baseAddress, blocks.count, index,
-                                                     blocks.count, blockMax, out.baseAddress, rawCount) == 0
+            while let index = progress.claim(below: blocks.count) {
+                if blobcache_lz4_decode_blocks(payload.baseAddress, blocks.baseAddress, blocks.count, index,
+                                               blocks.count, blockMax, out.baseAddress, rawCount) != 0 {
+                    progress.fail()
                 }
             }
         }
-        crc = CRC32.update(crc, UnsafeRawBufferPointer(rebasing: payload[cursor..<bytes.upperBound]))
-        return (ok, crc)
+    }
+}
+
+/// Shared by the cores decoding one frame: hands out block numbers 0, 1, 2, … each once, and
+/// remembers whether any block was damaged (then no more are handed out).
+private final class DecodingProgress: Sendable {
+    private let next = Atomic<Int>(0)
+    private let damaged = Atomic<Bool>(false)
+
+    /// The next block number nobody has claimed, or `nil` when all `count` are taken or a
+    /// block was damaged.
+    func claim(below count: Int) -> Int? {
+        guard !damaged.load(ordering: .relaxed) else { return nil }
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < count ? index : nil
     }
 
-    /// Decodes blocks `first`, `first + step`, … into `out`; false on any damage.
-    func decode(into out: UnsafeMutableRawBufferPointer, first: Int, step: Int) -> Bool {
-        blocks.withUnsafeBufferPointer { blocks in
-            blobcache_lz4_decode_blocks(payload.baseAddress, blocks.baseAddress, blocks.count, first, step,
-                                        blockMax, out.baseAddress, rawCount) == 0
-        }
-    }
+    func fail() { damaged.store(true, ordering: .relaxed) }
+
+    /// Whether a block was damaged (read after every core is done).
+    var failed: Bool { damaged.load(ordering: .relaxed) }
 }

@@ -1,8 +1,11 @@
 /// The loose blob file: a 32-byte header, then the payload (docs/FORMAT.md).
 enum LooseBlobFormat {
     static let magic: UInt32 = 0x4C42_4342 // "BCBL" read as a little-endian word
-    static let version: UInt8 = 1
+    /// The version written; version 1 (CRC-32 instead of XXH64) is still read.
+    static let version: UInt8 = 2
     static let headerSize = 32
+    /// Header bytes the checksum covers (all but the checksum field itself).
+    private static let checkedHeaderSize = 24
 
     /// Fills the header in `buffer[offset..<offset+32]` for the payload that follows it.
     static func writeHeader(into buffer: inout [UInt8], at offset: Int, codec: CodecTag, rawLength: Int) {
@@ -14,13 +17,26 @@ enum LooseBlobFormat {
         header.append(UInt16(0))
         header.append(UInt64(rawLength))
         header.append(UInt64(payloadLength))
-        header.append(UInt32(0))
-        buffer.replaceSubrange(offset..<offset + 28, with: header.bytes)
-        let crc = buffer.withUnsafeBytes { all in
-            CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: all[offset..<offset + 28])),
-                         UnsafeRawBufferPointer(rebasing: all[(offset + headerSize)...]))
+        buffer.replaceSubrange(offset..<offset + checkedHeaderSize, with: header.bytes)
+        let digest = buffer.withUnsafeBytes { all in
+            checksum(head: UnsafeRawBufferPointer(rebasing: all[offset..<offset + checkedHeaderSize]),
+                     payload: UnsafeRawBufferPointer(rebasing: all[(offset + headerSize)...]))
         }
-        withUnsafeBytes(of: crc.littleEndian) { buffer.replaceSubrange(offset + 28..<offset + 32, with: $0) }
+        withUnsafeBytes(of: digest.littleEndian) { buffer.replaceSubrange(offset + checkedHeaderSize..<offset + headerSize, with: $0) }
+    }
+
+    /// The version 2 checksum: XXH64 of the payload, seeded with the XXH64 of the header's
+    /// first 24 bytes.
+    private static func checksum(head: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
+        XXHash64.hash(payload, seed: XXHash64.hash(head))
+    }
+
+    /// The checksum a header carries, by the version that wrote it.
+    enum Checksum: Equatable, Sendable {
+        /// Version 1: zlib's CRC-32 of header bytes 0..<28 and the payload.
+        case crc32(UInt32)
+        /// Version 2: see `checksum(head:payload:)`.
+        case xxh64(UInt64)
     }
 
     /// What a header says, before the payload is checked.
@@ -28,7 +44,7 @@ enum LooseBlobFormat {
         let codec: CodecTag
         let rawLength: Int
         let payloadLength: Int
-        let crc: UInt32
+        let checksum: Checksum
     }
 
     /// Parses and sanity-checks a header; the failure says what is wrong.
@@ -37,14 +53,19 @@ enum LooseBlobFormat {
         guard bytes.count >= headerSize else { return .failure(.truncated("file of \(bytes.count) bytes has no complete header")) }
         guard reader.readUInt32() == magic else { return .failure(.header("bad magic")) }
         let version = reader.readUInt8()!
-        guard version == self.version else { return .failure(.header("unknown format version \(version)")) }
+        guard version == 1 || version == 2 else { return .failure(.header("unknown format version \(version)")) }
         guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
         _ = reader.readUInt16()
         let raw = reader.readUInt64()!, stored = reader.readUInt64()!
-        _ = reader.readUInt32()
-        let crc = reader.readUInt32()!
+        let checksum: Checksum
+        if version == 1 {
+            _ = reader.readUInt32()
+            checksum = .crc32(reader.readUInt32()!)
+        } else {
+            checksum = .xxh64(reader.readUInt64()!)
+        }
         guard raw <= UInt64(Int.max), stored <= UInt64(Int.max) else { return .failure(.header("impossible length")) }
-        return .success(Header(codec: codec, rawLength: Int(raw), payloadLength: Int(stored), crc: crc))
+        return .success(Header(codec: codec, rawLength: Int(raw), payloadLength: Int(stored), checksum: checksum))
     }
 
     /// Checks a whole loose blob file and decodes it; `.failure` names the damage.
@@ -63,34 +84,24 @@ enum LooseBlobFormat {
             return .failure(.sizeMismatch("header says \(header.rawLength) bytes of value, index says \(info.rawLength)"))
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
-        let head = UnsafeRawBufferPointer(rebasing: bytes[0..<28])
-        // A large blob is checksummed (in two halves, combined) while it is decoded, on every
-        // core; the bytes are returned only if both pass (decoding damaged input is memory-safe,
-        // its result is dropped). An LZ4 frame is split by blocks, each core checksumming and
-        // decoding its half in one pass; other codecs decode alongside the two checksums; a raw
-        // blob only has its checksum split.
-        var crc: UInt32 = 0
-        var value: [UInt8]?
-        if let decoded = Compression.decodeChecksumming(payload, tag: header.codec, rawCount: header.rawLength, after: head) {
-            (value, crc) = decoded
-        } else if payload.count >= Parallel.threshold {
-            let half = payload.count / 2
-            var first: UInt32 = 0, second: UInt32 = 0
-            let checksums: [() -> Void] = [
-                { first = CRC32.update(CRC32.checksum(head), UnsafeRawBufferPointer(rebasing: payload[..<half])) },
-                { second = CRC32.checksum(UnsafeRawBufferPointer(rebasing: payload[half...])) },
-            ]
-            if header.codec == .none {
-                Parallel.run(checksums)
-            } else {
-                value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength, alongside: checksums)
+        let value: [UInt8]?
+        switch header.checksum {
+        case .crc32(let expected):
+            guard CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload) == expected else {
+                return .failure(.checksum("CRC mismatch"))
             }
-            crc = CRC32.combine(first, second, secondLength: payload.count - half)
-        } else {
-            crc = CRC32.update(CRC32.checksum(head), payload)
+            value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength)
+        case .xxh64(let expected):
+            // The payload is hashed while it is decoded (a large one on every core); the bytes
+            // are returned only if the hash matches (decoding damaged input is memory-safe, and
+            // its result is then dropped).
+            var digest: UInt64 = 0
+            let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
+            value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength,
+                                       first: { digest = checksum(head: head, payload: payload) })
+            guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
         }
-        guard crc == header.crc else { return .failure(.checksum("CRC mismatch")) }
-        guard let value = value ?? Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) else {
+        guard let value else {
             return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
         }
         return .success(value)

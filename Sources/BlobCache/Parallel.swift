@@ -1,10 +1,18 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Runs pieces of work on every core and returns when all are done. Used for large values,
 /// where hashing and compressing (put), or checksumming and decoding (get), each take hundreds
 /// of microseconds; below `threshold` bytes the hand-off costs more than it saves.
 enum Parallel {
     static let threshold = 256 * 1024
+
+    /// The cores this process may run on (its CPU affinity and quota, at least 1).
+    static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     /// Runs every task once, at the same time where there are cores for it.
     static func run(_ tasks: [() -> Void]) {

@@ -58,7 +58,7 @@ struct BlobStoreTests {
         for codec in [Codec.none, .zlib] {
             let blob = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: codec, packThreshold: 0) }
             let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
-            let image = blob.image
+            let image = blob.withImage(Array.init)
             #expect(image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .success(value))
             for position in image.indices {
                 for replacement in UInt8.min...UInt8.max where replacement != image[position] {
@@ -81,6 +81,72 @@ struct BlobStoreTests {
         }
     }
 
+    @Test("a large LZ4 loose blob, decoded on every core, is never returned with a byte changed anywhere")
+    func largeLooseCorruption() throws {
+        let value = Samples.compressible(1 << 20) + Samples.random(300_000)
+        let id = BlobID(hashing: value)
+        let blob = value.withUnsafeBytes { BlobStore.hashAndPrepare($0, codec: .lz4, packThreshold: 0) }
+        #expect(blob.id == id && blob.codec == .lz4 && !blob.packed)
+        let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
+        let image = blob.withImage(Array.init)
+        #expect(image.withUnsafeBytes { LZ4Frame(UnsafeRawBufferPointer(rebasing: $0[LooseBlobFormat.headerSize...]), rawCount: value.count) }?
+            .blocks.count == 6, "six 256 KiB blocks, decoded in parallel")
+        #expect(image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .success(value))
+        // Most of these land in literals or offsets that still decode, to the right length but
+        // wrong bytes: only the checksum stands between them and the caller.
+        for position in stride(from: 0, to: image.count, by: image.count / 97) + [image.count - 1] {
+            var damaged = image
+            damaged[position] ^= 0x10
+            let result = damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+            guard case .failure = result else {
+                Issue.record("flipped bit at \(position) not detected")
+                return
+            }
+        }
+        for length in [0, 31, 32, image.count / 2, image.count - 1] {
+            let result = Array(image.prefix(length)).withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+            #expect(result != .success(value), "truncation to \(length)")
+        }
+    }
+
+    @Test("loose blobs of format version 1 (CRC-32) are still read, checked and passed by fsck",
+          arguments: [Codec.none, .lz4, .zlib])
+    func versionOneLooseBlobs(codec: Codec) throws {
+        let dir = TemporaryDirectory()
+        let values = ["small": Samples.compressible(70_000), "large": Samples.compressible(600_000, seed: 2)]
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0; $0.codec = codec })
+        for (key, value) in values {
+            let id = try cache.set(value, forKey: key)
+            let version2 = readFile(looseFile(dir.path, id))
+            let version1 = rewrittenAsVersionOne(version2)
+            #expect(version1[4] == 1 && version1.count == version2.count)
+            let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
+            #expect(version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .success(value))
+            var damaged = version1
+            damaged[damaged.count - 3] ^= 1
+            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .failure(.checksum("CRC mismatch")))
+            writeFile(looseFile(dir.path, id), version1)
+        }
+        try cache.close()
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        for (key, value) in values { #expect(same(try reopened.bytes(forKey: key), value)) }
+        try reopened.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
+    /// A version 2 loose file as version 1 wrote it: the same fields, bytes 24..<28 zero and a
+    /// CRC-32 of bytes 0..<28 and the payload in 28..<32.
+    private func rewrittenAsVersionOne(_ image: [UInt8]) -> [UInt8] {
+        var old = image
+        old[4] = 1
+        old.replaceSubrange(24..<28, with: [0, 0, 0, 0])
+        let crc = old.withUnsafeBytes {
+            CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<28])), UnsafeRawBufferPointer(rebasing: $0[32...]))
+        }
+        old.replaceSubrange(28..<32, with: withUnsafeBytes(of: crc.littleEndian, Array.init))
+        return old
+    }
+
     @Test("every single-byte corruption and every truncation of a pack record is detected")
     func packCorruptionExhaustive() throws {
         let value = Samples.compressible(60)
@@ -89,7 +155,7 @@ struct BlobStoreTests {
         #expect(blob.packed)
         let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength,
                             place: .packed(segment: 1, offset: 16))
-        let image = blob.image
+        let image = blob.withImage(Array.init)
         #expect(image.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info) } == .success(value))
         for position in image.indices {
             for replacement in UInt8.min...UInt8.max where replacement != image[position] {
@@ -151,11 +217,11 @@ struct BlobStoreTests {
         let loose = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 0) }
         let shard = (looseFile(dir.path, id) as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
-        writeFile(shard + "/tmp.4242.1", loose.image)
+        writeFile(shard + "/tmp.4242.1", loose.withImage(Array.init))
         // A pack writer killed mid-append: half a record at the end of the segment.
         let packed = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 1 << 16) }
         let segment = dir.appending("packs/000001.pack")
-        writeFile(segment, readFile(segment) + packed.image.prefix(packed.image.count / 2))
+        writeFile(segment, readFile(segment) + packed.withImage(Array.init).prefix(packed.imageCount / 2))
 
         let cache = try BlobCache(directory: dir.path, configuration: .testing())
         #expect(try cache.bytes(for: id) == nil)

@@ -59,7 +59,7 @@ struct CodecTests {
         }
     }
 
-    @Test("a large LZ4 payload (decoded block by block on two cores) rejects truncation and damage to its framing")
+    @Test("a large LZ4 payload (its blocks decoded on every core) rejects truncation and damage to its framing")
     func damagedLargeLZ4() {
         let value = Samples.compressible(1 << 20)
         let encoded = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }
