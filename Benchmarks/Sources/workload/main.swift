@@ -1,14 +1,22 @@
 // workload: runs the standard workloads W1–W5 (../shared/bench/README.md) against BlobCache or
 // the raw-filesystem baseline, and prints a table and one JSON line.
 //
-//   swift run -c release --package-path Benchmarks workload [--engine blobcache|rawfs]
-//       [--corpus /tmp/blobcorpus] [--workloads w1,w2,w3,w4,w5] [--codec lz4|zlib|none]
-//       [--pack-threshold BYTES] [--w4-runs N] [--files DIR] [--work DIR [--keep-work]]
-//
-// --workloads placement measures loose vs packed puts and shard widths (docs/FORMAT.md).
-// --files DIR replays W1 over any directory of files instead of the corpus.
+//   swift run -c release --package-path Benchmarks workload --help
 import BlobCache
 import Foundation
+
+let usage = """
+    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5]
+                    [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
+                    [--files DIR] [--work DIR [--keep-work]]
+           workload w4-open CACHE-DIR KEY [--warm]
+
+    Replays the standard workloads (../shared/bench/README.md) and prints a table and one JSON
+    line. --files DIR replays W1 over any directory of files; --workloads placement compares
+    loose and packed puts; --keep-work leaves the caches in --work DIR for profiling; w4-open
+    times one open + get of a kept W4 cache (what W4 runs in a fresh process).
+    Exit status: 0 done, 2 bad arguments, missing corpus or a failed workload.
+    """
 
 struct Options {
     var engine = "blobcache"
@@ -42,7 +50,10 @@ struct Options {
             case "--files": files = try value()
             case "--work": work = try value()
             case "--keep-work": keepWork = true
-            default: throw WorkloadError.usage("unknown argument \(argument); see the comment at the top of main.swift")
+            case "--help", "-h":
+                print(usage)
+                exit(0)
+            default: throw WorkloadError.usage("unknown argument \(argument); see --help")
             }
         }
     }
