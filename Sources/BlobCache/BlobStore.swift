@@ -103,18 +103,17 @@ final class BlobStore: @unchecked Sendable {
         frame(encode(value, codec: codec), id: id, rawLength: value.count, packThreshold: packThreshold)
     }
 
-    /// Compresses `value` with room for either header in front.
-    static func encode(_ value: UnsafeRawBufferPointer, codec: Codec) -> Compression.Encoded {
-        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize)
+    /// Compresses `value` with room for either header in front; `first` runs alongside.
+    static func encode(_ value: UnsafeRawBufferPointer, codec: Codec, first: (() -> Void)? = nil) -> Compression.Encoded {
+        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize, first: first)
     }
 
-    /// Hashes and compresses `value`, on two cores when it is large.
+    /// Hashes and compresses `value`: a large one is hashed on one core while the others
+    /// compress it (the hashing core joins in after).
     static func hashAndPrepare(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int) -> PreparedBlob {
-        guard value.count >= Parallel.threshold else {
-            return prepare(value, id: BlobID(hashing: value), codec: codec, packThreshold: packThreshold)
-        }
-        let (id, encoded) = Parallel.both({ BlobID(hashing: value) }, { encode(value, codec: codec) })
-        return frame(encoded, id: id, rawLength: value.count, packThreshold: packThreshold)
+        var id: BlobID?
+        let encoded = encode(value, codec: codec, first: { id = BlobID(hashing: value) })
+        return frame(encoded, id: id!, rawLength: value.count, packThreshold: packThreshold)
     }
 
     /// Places an encoded blob by its stored size and writes the matching header.

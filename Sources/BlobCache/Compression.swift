@@ -1,6 +1,5 @@
 import CLZ4
 import CZlib
-import Synchronization
 
 /// Compresses and decompresses blob payloads with the native libraries, reusing their contexts.
 ///
@@ -8,7 +7,7 @@ import Synchronization
 /// blob goes to disk from one buffer. Decoding checks that the payload expands to exactly the
 /// recorded length and is used up; anything else is `nil`, never wrong bytes.
 enum Compression {
-    private static let lz4Compressors = ContextPool(
+    static let lz4Compressors = ContextPool(
         make: {
             var context: OpaquePointer?
             guard LZ4F_isError(LZ4F_createCompressionContext(&context, UInt32(LZ4F_VERSION))) == 0 else { return nil }
@@ -44,18 +43,36 @@ enum Compression {
     }
 
     /// Encodes `raw` with `codec`, falling back to `.none` when compression does not pay.
-    static func encode(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int) -> Encoded {
-        if raw.count > 0, let encoded = compress(raw, codec: codec, headroom: headroom),
-           encoded.payloadCount < raw.count {
-            return encoded
+    /// `first` (the caller's hash) runs before or, for a large value, while it is encoded: a
+    /// large LZ4 value is compressed on every core, and the core that ran `first` joins in after.
+    ///
+    ///     let encoded = Compression.encode(value, codec: .lz4, headroom: 40)
+    static func encode(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int,
+                       first: (() -> Void)? = nil) -> Encoded {
+        let compressed: Encoded?
+        if codec == .lz4, raw.count >= Parallel.threshold {
+            compressed = LZ4Frame.encodeOnEveryCore(raw, headroom: headroom, first: first).map {
+                Encoded(buffer: $0, tag: .lz4, headroom: headroom)
+            }
+        } else if let first, codec != .none, raw.count >= Parallel.threshold {
+            var result: Encoded?
+            Parallel.run([first, { result = compress(raw, codec: codec, headroom: headroom) }])
+            compressed = result
+        } else {
+            first?()
+            compressed = raw.isEmpty ? nil : compress(raw, codec: codec, headroom: headroom)
         }
+        if let compressed, compressed.payloadCount < raw.count { return compressed }
         var buffer = [UInt8](repeating: 0, count: headroom)
         buffer.reserveCapacity(headroom + raw.count)
         buffer.append(contentsOf: raw)
         return Encoded(buffer: buffer, tag: .none, headroom: headroom)
     }
 
-    private static func compress(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int) -> Encoded? {
+    /// Compresses `raw` on this core with the library's own frame or stream writer; `nil` for
+    /// `.none` or on failure. (Large LZ4 values go through `LZ4Frame.encodeOnEveryCore`, which
+    /// writes the same bytes.)
+    static func compress(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int) -> Encoded? {
         switch codec {
         case .none:
             return nil
@@ -116,7 +133,8 @@ enum Compression {
         return value
     }
 
-    private static func decodeSequentially(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
+    /// Decodes `payload` on this core with the library's own frame or stream reader.
+    static func decodeSequentially(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int) -> [UInt8]? {
         switch tag {
         case .none:
             return payload.count == rawCount ? Array(payload) : nil
@@ -148,73 +166,4 @@ enum Compression {
         }
         return ok ? bytes : nil
     }
-}
-
-/// The blocks of an LZ4 frame with independent blocks, indexed so that they can be decoded on
-/// several cores at once (each block fills its own slice of the output).
-struct LZ4Frame {
-    let payload: UnsafeRawBufferPointer
-    let blocks: [blobcache_lz4_block]
-    let blockMax: Int
-    let rawCount: Int
-
-    /// Indexes `payload`; `nil` when it is not such a frame or its blocks do not cover exactly
-    /// `rawCount` bytes (the sequential decoder then has the last word).
-    init?(_ payload: UnsafeRawBufferPointer, rawCount: Int) {
-        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: rawCount / (64 << 10) + 2)
-        var blockMax = 0
-        let count = blobcache_lz4_frame_index(payload.baseAddress, payload.count, &blocks, blocks.count, &blockMax)
-        guard count > 0, blockMax > 0, count == (rawCount + blockMax - 1) / blockMax else { return nil }
-        self.payload = payload
-        self.blocks = Array(blocks.prefix(count))
-        self.blockMax = blockMax
-        self.rawCount = rawCount
-    }
-
-    /// Decodes every block into `out` on every core, each core taking the next block nobody has
-    /// taken, so that a core that runs `first`, or that the machine lends to something else for
-    /// a while, simply decodes fewer. False on any damage.
-    func decodeOnEveryCore(into out: UnsafeMutableRawBufferPointer, first: (() -> Void)?) -> Bool {
-        let progress = DecodingProgress()
-        let workers = max(1, min(Parallel.cores, blocks.count))
-        Parallel.run((0..<workers).map { worker in
-            {
-                if worker == 0 { first?() }
-                decodeBlocks(handedOutBy: progress, into: out)
-            }
-        })
-        return !progress.failed
-    }
-
-    /// Decodes blocks as `progress` hands them out, until none are left or one is damaged.
-    private func decodeBlocks(handedOutBy progress: DecodingProgress, into out: UnsafeMutableRawBufferPointer) {
-        blocks.withUnsafeBufferPointer { blocks in
-            while let index = progress.claim(below: blocks.count) {
-                if blobcache_lz4_decode_blocks(payload.baseAddress, blocks.baseAddress, blocks.count, index,
-                                               blocks.count, blockMax, out.baseAddress, rawCount) != 0 {
-                    progress.fail()
-                }
-            }
-        }
-    }
-}
-
-/// Shared by the cores decoding one frame: hands out block numbers 0, 1, 2, … each once, and
-/// remembers whether any block was damaged (then no more are handed out).
-private final class DecodingProgress: Sendable {
-    private let next = Atomic<Int>(0)
-    private let damaged = Atomic<Bool>(false)
-
-    /// The next block number nobody has claimed, or `nil` when all `count` are taken or a
-    /// block was damaged.
-    func claim(below count: Int) -> Int? {
-        guard !damaged.load(ordering: .relaxed) else { return nil }
-        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        return index < count ? index : nil
-    }
-
-    func fail() { damaged.store(true, ordering: .relaxed) }
-
-    /// Whether a block was damaged (read after every core is done).
-    var failed: Bool { damaged.load(ordering: .relaxed) }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,12 +21,16 @@ enum Parallel {
         DispatchQueue.concurrentPerform(iterations: tasks.count) { box.tasks[$0]() }
     }
 
-    /// Runs two functions at once and returns both results.
-    static func both<A, B>(_ first: @escaping () -> A, _ second: @escaping () -> B) -> (A, B) {
-        var a: A?
-        var b: B?
-        run([{ a = first() }, { b = second() }])
-        return (a!, b!)
+    /// Runs `work` at once on every core (at most `limit` of them); one of them runs `first`
+    /// before it. `work` is expected to take its pieces from a shared `BlockQueue`, so a core
+    /// busy with `first`, or lent to something else, simply takes fewer.
+    static func onEveryCore(upTo limit: Int, first: (() -> Void)?, _ work: @escaping () -> Void) {
+        run((0..<max(1, min(cores, limit))).map { worker in
+            {
+                if worker == 0 { first?() }
+                work()
+            }
+        })
     }
 
     /// The tasks, shared with `concurrentPerform`'s threads; each task writes only its own
@@ -34,4 +39,26 @@ enum Parallel {
         let tasks: [() -> Void]
         init(_ tasks: [() -> Void]) { self.tasks = tasks }
     }
+}
+
+/// Hands out the numbers 0..<count to the cores working on one value, each number once.
+final class BlockQueue: Sendable {
+    private let count: Int
+    private let taken = Atomic<Int>(0)
+    private let halted = Atomic<Bool>(false)
+
+    init(count: Int) { self.count = count }
+
+    /// The next number nobody has taken, or `nil` when all are taken or the work was stopped.
+    func next() -> Int? {
+        guard !halted.load(ordering: .relaxed) else { return nil }
+        let index = taken.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < count ? index : nil
+    }
+
+    /// Hands out nothing more (a piece failed).
+    func stop() { halted.store(true, ordering: .relaxed) }
+
+    /// Whether `stop` was called (read once every core is done).
+    var stopped: Bool { halted.load(ordering: .relaxed) }
 }

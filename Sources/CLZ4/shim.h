@@ -4,6 +4,11 @@
 #include <lz4frame.h>
 #include <string.h>
 
+/* Block size of the frames written for srcSize bytes (see blobcache_lz4_prefs). */
+static inline size_t blobcache_lz4_block_max(size_t srcSize) {
+    return srcSize <= (64 << 10) ? (64 << 10) : (256 << 10);
+}
+
 /* Frame preferences for srcSize bytes: the smallest block size that holds the input (so
  * neither the bound nor the context's buffers are sized for 4 MB blocks when the value is 4 KB),
  * independent blocks, content size recorded, autoflush (no internal buffering), no frame
@@ -14,7 +19,7 @@ static inline LZ4F_preferences_t blobcache_lz4_prefs(size_t srcSize) {
     prefs.frameInfo.contentSize = (unsigned long long)srcSize;
     prefs.frameInfo.blockMode = LZ4F_blockIndependent;
     /* Up to 256 KB: one block. Larger: 256 KB blocks, which a reader decodes on several cores. */
-    prefs.frameInfo.blockSizeID = srcSize <= (64 << 10) ? LZ4F_max64KB : LZ4F_max256KB;
+    prefs.frameInfo.blockSizeID = blobcache_lz4_block_max(srcSize) == (64 << 10) ? LZ4F_max64KB : LZ4F_max256KB;
     prefs.autoFlush = 1;
     return prefs;
 }
@@ -39,6 +44,46 @@ static inline size_t blobcache_lz4_compress_frame(LZ4F_cctx *cctx, void *dst, si
     n = LZ4F_compressEnd(cctx, out + written, dstCapacity - written, NULL);
     if (LZ4F_isError(n)) return 0;
     return written + n;
+}
+
+/* Writes the header of the frame blobcache_lz4_compress_frame writes for srcSize bytes
+ * (LZ4F_HEADER_SIZE_MAX bytes of dst suffice); the context is left to the next begin.
+ * Returns the header's size, or 0 on error. */
+static inline size_t blobcache_lz4_frame_header(LZ4F_cctx *cctx, void *dst, size_t dstCapacity, size_t srcSize) {
+    LZ4F_preferences_t prefs = blobcache_lz4_prefs(srcSize);
+    size_t n = LZ4F_compressBegin(cctx, dst, dstCapacity, &prefs);
+    return LZ4F_isError(n) ? 0 : n;
+}
+
+/* Bytes blobcache_lz4_encode_block may write for one block of blockMax bytes. */
+static inline size_t blobcache_lz4_block_bound(size_t blockMax) {
+    return 4 + (size_t)LZ4_compressBound((int)blockMax);
+}
+
+/* Encodes block `index` of src (blocks of blockMax bytes, the last one shorter) as a frame
+ * with independent blocks stores it: a 4-byte little-endian size, then the compressed bytes,
+ * or the raw bytes with the size's high bit set when compressing does not make them smaller.
+ * dst must hold blobcache_lz4_block_bound(blockMax) bytes. Returns the bytes written. */
+static inline size_t blobcache_lz4_encode_block(const void *src, size_t srcSize, size_t blockMax, long index,
+                                                void *dst) {
+    const char *in = (const char *)src + (size_t)index * blockMax;
+    size_t size = srcSize - (size_t)index * blockMax;
+    if (size > blockMax) size = blockMax;
+    unsigned char *out = (unsigned char *)dst;
+    int n = LZ4_compress_default(in, (char *)out + 4, (int)size, LZ4_compressBound((int)blockMax));
+    unsigned field;
+    if (n <= 0 || (size_t)n >= size) {
+        memcpy(out + 4, in, size);
+        n = (int)size;
+        field = (unsigned)size | 0x80000000u;
+    } else {
+        field = (unsigned)n;
+    }
+    out[0] = (unsigned char)field;
+    out[1] = (unsigned char)(field >> 8);
+    out[2] = (unsigned char)(field >> 16);
+    out[3] = (unsigned char)(field >> 24);
+    return 4 + (size_t)n;
 }
 
 /* Decodes one LZ4 frame that must expand to exactly dstSize bytes and use all of src.

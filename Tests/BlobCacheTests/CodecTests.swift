@@ -82,6 +82,21 @@ struct CodecTests {
         }
     }
 
+    @Test("a large LZ4 value compressed on every core is the frame LZ4F writes, byte for byte",
+          arguments: [256 * 1024, (1 << 20) + 17, 3 << 20])
+    func parallelFrameMatchesLZ4F(size: Int) {
+        // Compressible and random stretches, so that some blocks are stored raw.
+        let value = Samples.compressible(size / 2) + Samples.random(size / 4) + Samples.compressible(size - size / 2 - size / 4, seed: 9)
+        var hashed = false
+        let parallel = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 3, first: { hashed = true }) }
+        let sequential = value.withUnsafeBytes { Compression.compress($0, codec: .lz4, headroom: 3) }
+        #expect(hashed)
+        #expect(parallel.tag == .lz4)
+        #expect(same(parallel.buffer, sequential?.buffer))
+        let payload = Array(parallel.buffer.dropFirst(3))
+        #expect(same(payload.withUnsafeBytes { Compression.decodeSequentially($0, tag: .lz4, rawCount: size) }, value))
+    }
+
     @Test("codec names parse")
     func names() {
         #expect(Codec(name: "lz4") == .lz4)
