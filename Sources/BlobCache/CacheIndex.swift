@@ -149,7 +149,7 @@ struct CacheIndex {
     /// An index from a snapshot's parts, taken as they are (they may lie in a mapped file, so
     /// nothing here writes to them). Only the totals are recomputed, in one read-only pass that
     /// also checks every link, reference and key range; `nil` when they do not make a
-    /// consistent index. Safe on damaged bytes (it may run while their CRC is being checked).
+    /// consistent index. Safe on damaged bytes (it may run while their hash is being checked).
     init?(seed: UInt64, restoring parts: consuming Parts) {
         self.seed = seed
         entries = parts.entries

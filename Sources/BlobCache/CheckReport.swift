@@ -50,7 +50,7 @@ extension BlobCache {
     public struct CheckOptions: Sendable {
         /// Fix what is found (needs the single-writer lock, like any writer).
         public var repair = false
-        /// Skip the MD5 of each blob's content (header, length, CRC and decoding still checked).
+        /// Skip the MD5 of each blob's content (header, length, checksum and decoding still checked).
         public var fast = false
         /// Limits to check the totals against; `nil` uses the directory's saved defaults.
         public var limits: Limits?

@@ -45,6 +45,25 @@ enum PackFormat {
         return nil
     }
 
+    /// How a record is checked: byte 21 of its header (docs/FORMAT.md).
+    enum RecordChecksum: UInt8, Sendable {
+        /// zlib's CRC-32 of header bytes 0..<36 and the payload (earlier releases).
+        case crc32 = 0
+        /// The low 32 bits of the payload's XXH64, seeded with the XXH64 of header bytes 0..<36.
+        case xxh64 = 1
+
+        /// The checksum of a record whose first 36 header bytes are `head`.
+        func value(head: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt32 {
+            switch self {
+            case .crc32: CRC32.update(CRC32.checksum(head), payload)
+            case .xxh64: UInt32(truncatingIfNeeded: XXHash64.hash(payload, seed: XXHash64.hash(head)))
+            }
+        }
+    }
+
+    /// Header bytes the checksum covers (all but the checksum field itself).
+    private static let checkedHeaderSize = 36
+
     /// Fills the record header in `buffer[0..<40]` for the payload that follows it.
     static func writeRecordHeader(into buffer: inout [UInt8], id: BlobID, codec: CodecTag, rawLength: Int) {
         let payloadLength = buffer.count - recordHeaderSize
@@ -52,15 +71,16 @@ enum PackFormat {
         header.append(recordMagic)
         header.append(digestOf: id)
         header.append(codec.rawValue)
-        header.append(bytes: [0, 0, 0])
+        header.append(RecordChecksum.xxh64.rawValue)
+        header.append(bytes: [0, 0])
         header.append(UInt64(rawLength))
         header.append(UInt32(payloadLength))
-        buffer.replaceSubrange(0..<36, with: header.bytes)
-        let crc = buffer.withUnsafeBytes { all in
-            CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: all[0..<36])),
-                         UnsafeRawBufferPointer(rebasing: all[recordHeaderSize...]))
+        buffer.replaceSubrange(0..<checkedHeaderSize, with: header.bytes)
+        let checksum = buffer.withUnsafeBytes { all in
+            RecordChecksum.xxh64.value(head: UnsafeRawBufferPointer(rebasing: all[0..<checkedHeaderSize]),
+                                       payload: UnsafeRawBufferPointer(rebasing: all[recordHeaderSize...]))
         }
-        withUnsafeBytes(of: crc.littleEndian) { buffer.replaceSubrange(36..<40, with: $0) }
+        withUnsafeBytes(of: checksum.littleEndian) { buffer.replaceSubrange(checkedHeaderSize..<recordHeaderSize, with: $0) }
     }
 
     /// A record header as read back.
@@ -69,7 +89,8 @@ enum PackFormat {
         let codec: CodecTag
         let rawLength: Int
         let payloadLength: Int
-        let crc: UInt32
+        let checksumKind: RecordChecksum
+        let checksum: UInt32
     }
 
     static func parseRecordHeader(_ bytes: UnsafeRawBufferPointer) -> Result<RecordHeader, BlobDamage> {
@@ -78,12 +99,14 @@ enum PackFormat {
         guard reader.readUInt32() == recordMagic else { return .failure(.header("bad record magic")) }
         let id = reader.readBlobID()!
         guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
-        _ = reader.readBytes(3)
+        guard let kind = RecordChecksum(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown checksum kind")) }
+        _ = reader.readBytes(2)
         let raw = reader.readUInt64()!
         let stored = reader.readUInt32()!
-        let crc = reader.readUInt32()!
+        let checksum = reader.readUInt32()!
         guard raw <= UInt64(Int.max) else { return .failure(.header("impossible length")) }
-        return .success(RecordHeader(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored), crc: crc))
+        return .success(RecordHeader(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored),
+                                     checksumKind: kind, checksum: checksum))
     }
 
     /// Checks one record (header + payload, as read at its offset) and decodes it.
@@ -103,8 +126,10 @@ enum PackFormat {
             }
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[recordHeaderSize..<recordHeaderSize + header.payloadLength])
-        let crc = CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<36])), payload)
-        guard crc == header.crc else { return .failure(.checksum("CRC mismatch")) }
+        let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
+        guard header.checksumKind.value(head: head, payload: payload) == header.checksum else {
+            return .failure(.checksum(header.checksumKind == .crc32 ? "CRC mismatch" : "XXH64 mismatch"))
+        }
         guard let value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) else {
             return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
         }
