@@ -70,7 +70,8 @@ struct LZ4Frame {
         let total = headroom + headerSize + sizes.reduce(0, +) + endMark
         return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
             let out = UnsafeMutableRawBufferPointer(out)
-            out.initializeMemory(as: UInt8.self, repeating: 0)
+            UnsafeMutableRawBufferPointer(rebasing: out[..<headroom]).initializeMemory(as: UInt8.self, repeating: 0)
+            UnsafeMutableRawBufferPointer(rebasing: out[(total - endMark)...]).initializeMemory(as: UInt8.self, repeating: 0)
             var cursor = headroom
             header.withUnsafeBytes { out.baseAddress!.advanced(by: cursor).copyMemory(from: $0.baseAddress!, byteCount: headerSize) }
             cursor += headerSize
@@ -78,7 +79,7 @@ struct LZ4Frame {
                 out.baseAddress!.advanced(by: cursor).copyMemory(from: slots.baseAddress! + index * stride, byteCount: sizes[index])
                 cursor += sizes[index]
             }
-            initialized = total   // the last 4 bytes stay zero: the end mark
+            initialized = total   // the last 4 bytes, zero, are the end mark
         }
     }
 }
