@@ -8,6 +8,8 @@ the median of the runs with min-max, and BlobCache's ratio to the others.
     python3 Benchmarks/compare.py                 # 3 runs of W1-W5 (builds what it needs)
     python3 Benchmarks/compare.py --runs 5 --workloads w2,w3
     python3 Benchmarks/compare.py --json out.json # also write every sample
+    python3 Benchmarks/compare.py --from-json out.json --chart docs/performance.svg
+                                                  # table and chart again from saved samples
 
 It builds the corpus (../shared/bench/make_corpus.py) when missing, installs `diskcache` with
 pip when missing, and builds the Swift workload runner in release mode.
@@ -279,6 +281,68 @@ def print_table(table, runs):
               for e in engines[1:]]
         print(f"| {workload} | {UNITS[metric]} | " + " | ".join(cells) + " | " + " | ".join(vs) + " |")
 
+CHART_ROWS = [("W1.put", "opsPerSecond", "W1 put"), ("W1.get", "opsPerSecond", "W1 get"),
+              ("W2.put", "opsPerSecond", "W2 put"), ("W2.get", "opsPerSecond", "W2 get"),
+              ("W3.put", "opsPerSecond", "W3 put"), ("W3.get", "opsPerSecond", "W3 get"),
+              ("W4.open+get", "seconds", "W4 open+get"), ("W5", "opsPerSecond", "W5 ops")]
+CHART_ENGINES = [("blobcache", "BlobCache", "#2b6cb0"), ("rawfs", "raw fs (temp+rename)", "#dd6b20")]
+
+
+def write_chart(table, runs, path):
+    """An SVG bar chart: each engine's median speed per workload as a multiple of diskcache's
+    (log scale; for W4, whose metric is a time, the inverse)."""
+    import math
+    ticks = [0.125, 0.25, 0.5, 1, 2, 4, 8, 16]
+    left, right, top, bar, gap = 110, 40, 50, 9, 12
+    width = 720
+    span = width - left - right
+    lo, hi = math.log2(ticks[0]), math.log2(ticks[-1])
+
+    def x(value):
+        return left + (math.log2(min(max(value, ticks[0]), ticks[-1])) - lo) / (hi - lo) * span
+
+    rows = []
+    for workload, metric, label in CHART_ROWS:
+        base = table.get("diskcache", {}).get((workload, metric))
+        if not base:
+            continue
+        values = []
+        for engine, _, _ in CHART_ENGINES:
+            samples = table.get(engine, {}).get((workload, metric))
+            if samples:
+                v, b = statistics.median(samples), statistics.median(base)
+                values.append((engine, b / v if metric == "seconds" else v / b))
+        rows.append((label, values))
+    height = top + len(rows) * (2 * bar + gap) + 50
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14" font-weight="bold">Speed as a multiple of python-diskcache '
+           f'(medians of {runs} runs, log scale)</text>']
+    for tick in ticks:
+        tx = x(tick)
+        out.append(f'<line x1="{tx:.1f}" y1="{top - 8}" x2="{tx:.1f}" y2="{height - 40}" '
+                   f'stroke="{"#333" if tick == 1 else "#ddd"}"/>')
+        out.append(f'<text x="{tx:.1f}" y="{height - 26}" text-anchor="middle">{tick:g}×</text>')
+    y = top
+    colors = {engine: color for engine, _, color in CHART_ENGINES}
+    for label, values in rows:
+        out.append(f'<text x="{left - 8}" y="{y + bar + 4:.1f}" text-anchor="end">{label}</text>')
+        for n, (engine, value) in enumerate(values):
+            x0, x1 = sorted((x(1), x(value)))
+            out.append(f'<rect x="{x0:.1f}" y="{y + n * bar}" width="{max(x1 - x0, 1):.1f}" height="{bar - 1}" '
+                       f'fill="{colors[engine]}"><title>{engine}: {value:.2f}×</title></rect>')
+        y += 2 * bar + gap
+    lx = left
+    for _, name, color in CHART_ENGINES:
+        out.append(f'<rect x="{lx}" y="{height - 16}" width="10" height="10" fill="{color}"/>')
+        out.append(f'<text x="{lx + 14}" y="{height - 7}">{name}</text>')
+        lx += 24 + 7 * len(name)
+    out.append(f'<text x="{lx}" y="{height - 7}">python-diskcache: the 1× line</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
 
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--diskcache-w4-open":
@@ -291,7 +355,18 @@ def main():
     parser.add_argument("--engines", default="blobcache,diskcache,rawfs")
     parser.add_argument("--w4-runs", type=int, default=5, help="fresh-process opens per W4 sample")
     parser.add_argument("--json", help="write every sample to this file")
+    parser.add_argument("--from-json", help="print the table (and --chart) from samples a --json run saved; runs nothing")
+    parser.add_argument("--chart", help="also draw the comparison as an SVG bar chart to this file")
     args = parser.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            samples = json.load(f)
+        runs = max(len(v) for v in samples.values())
+        table = summarize(samples)
+        print_table(table, runs)
+        if args.chart:
+            write_chart(table, runs, args.chart)
+        return
     workloads = args.workloads.lower().split(",")
     engines = args.engines.split(",")
     ensure_corpus(args.corpus)
@@ -309,7 +384,10 @@ def main():
                 else:
                     results = run_swift(runner, engine, args.corpus, workloads, work, args.w4_runs)
                 samples[engine].append(results)
-    print_table(summarize(samples), args.runs)
+    table = summarize(samples)
+    print_table(table, args.runs)
+    if args.chart:
+        write_chart(table, args.runs, args.chart)
     if "w5" in workloads:
         print(f"\nW5 hit-ratio ceiling (a cache that never evicts, same trace): {w5_ceiling(args.corpus):.3f}")
     if args.json:
