@@ -255,7 +255,7 @@ public final class BlobCache: Sendable {
     private func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
         let prepared: PreparedBlob
         if knownID == nil && raw.count >= Parallel.threshold {
-            // Large: hash and compress at once on two cores; a duplicate wastes one compression.
+            // Large: hash on one core while the others compress; a duplicate wastes one compression.
             prepared = BlobStore.hashAndPrepare(raw, codec: codec, packThreshold: packThreshold)
             if try withEngine({ try $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
                 return prepared.id
