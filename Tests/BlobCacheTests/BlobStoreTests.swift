@@ -92,7 +92,7 @@ struct BlobStoreTests {
         #expect(image.withUnsafeBytes { LZ4Frame(UnsafeRawBufferPointer(rebasing: $0[LooseBlobFormat.headerSize...]), rawCount: value.count) }?
             .blocks.count == 6, "six 256 KiB blocks, decoded in parallel")
         #expect(same(try image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get(), value))
-        // Most of these land in literals or offsets that still decode, to the right length but
+        // Some of these land in literals or offsets that still decode, to the right length but
         // wrong bytes: only the checksum stands between them and the caller.
         for position in stride(from: 0, to: image.count, by: image.count / 97) + [image.count - 1] {
             var damaged = image
