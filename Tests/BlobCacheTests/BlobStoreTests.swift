@@ -91,7 +91,8 @@ struct BlobStoreTests {
         let image = blob.withImage(Array.init)
         #expect(image.withUnsafeBytes { LZ4Frame(UnsafeRawBufferPointer(rebasing: $0[LooseBlobFormat.headerSize...]), rawCount: value.count) }?
             .blocks.count == 6, "six 256 KiB blocks, decoded in parallel")
-        #expect(same(try image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get(), value))
+        let intact = try image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get() == value
+        #expect(intact, "the undamaged blob reads back")
         // Some of these land in literals or offsets that still decode, to the right length but
         // wrong bytes: only the checksum stands between them and the caller.
         for position in stride(from: 0, to: image.count, by: image.count / 97) + [image.count - 1] {
@@ -121,7 +122,8 @@ struct BlobStoreTests {
             let version1 = rewrittenAsVersionOne(version2)
             #expect(version1[4] == 1 && version1.count == version2.count)
             let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
-            #expect(same(try version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get(), value))
+            let readBack = try version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get() == value
+            #expect(readBack, "\(key) in format 1 reads back")
             var damaged = version1
             damaged[damaged.count - 3] ^= 1
             #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .failure(.checksum("CRC mismatch")))
@@ -129,7 +131,10 @@ struct BlobStoreTests {
         }
         try cache.close()
         let reopened = try BlobCache(directory: dir.path, configuration: .testing())
-        for (key, value) in values { #expect(same(try reopened.bytes(forKey: key), value)) }
+        for (key, value) in values {
+            let readBack = try reopened.bytes(forKey: key) == value
+            #expect(readBack, "\(key) reads back through the cache")
+        }
         try reopened.close()
         #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
     }
