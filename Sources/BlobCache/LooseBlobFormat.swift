@@ -19,23 +19,17 @@ enum LooseBlobFormat {
         header.append(UInt64(payloadLength))
         buffer.replaceSubrange(offset..<offset + checkedHeaderSize, with: header.bytes)
         let digest = buffer.withUnsafeBytes { all in
-            checksum(head: UnsafeRawBufferPointer(rebasing: all[offset..<offset + checkedHeaderSize]),
-                     payload: UnsafeRawBufferPointer(rebasing: all[(offset + headerSize)...]))
+            XXHash64.hash(UnsafeRawBufferPointer(rebasing: all[(offset + headerSize)...]),
+                          after: UnsafeRawBufferPointer(rebasing: all[offset..<offset + checkedHeaderSize]))
         }
         withUnsafeBytes(of: digest.littleEndian) { buffer.replaceSubrange(offset + checkedHeaderSize..<offset + headerSize, with: $0) }
-    }
-
-    /// The version 2 checksum: XXH64 of the payload, seeded with the XXH64 of the header's
-    /// first 24 bytes.
-    private static func checksum(head: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt64 {
-        XXHash64.hash(payload, seed: XXHash64.hash(head))
     }
 
     /// The checksum a header carries, by the version that wrote it.
     enum Checksum: Equatable, Sendable {
         /// Version 1: zlib's CRC-32 of header bytes 0..<28 and the payload.
         case crc32(UInt32)
-        /// Version 2: see `checksum(head:payload:)`.
+        /// Version 2: `XXHash64.hash(payload, after: header bytes 0..<24)`.
         case xxh64(UInt64)
     }
 
@@ -98,7 +92,7 @@ enum LooseBlobFormat {
             var digest: UInt64 = 0
             let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
             value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength,
-                                       first: { digest = checksum(head: head, payload: payload) })
+                                       first: { digest = XXHash64.hash(payload, after: head) })
             guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
         }
         guard let value else {

@@ -56,7 +56,7 @@ enum PackFormat {
         func value(head: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer) -> UInt32 {
             switch self {
             case .crc32: CRC32.update(CRC32.checksum(head), payload)
-            case .xxh64: UInt32(truncatingIfNeeded: XXHash64.hash(payload, seed: XXHash64.hash(head)))
+            case .xxh64: UInt32(truncatingIfNeeded: XXHash64.hash(payload, after: head))
             }
         }
     }

@@ -54,6 +54,15 @@ enum XXHash64 {
         return hash
     }
 
+    /// The checksum of a stored blob whose header bytes `head` precede `payload` elsewhere in
+    /// memory: the payload's XXH64 seeded with the header's (docs/FORMAT.md). Loose files keep
+    /// all 64 bits, pack records the low 32.
+    ///
+    ///     let checksum = XXHash64.hash(payload, after: header)
+    static func hash(_ payload: UnsafeRawBufferPointer, after head: UnsafeRawBufferPointer) -> UInt64 {
+        hash(payload, seed: hash(head))
+    }
+
     @inline(__always)
     private static func round(_ accumulator: UInt64, _ lane: UInt64) -> UInt64 {
         rotate(accumulator &+ lane &* prime2, 31) &* prime1
