@@ -10,11 +10,16 @@ let usage = """
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]]
            workload w4-open CACHE-DIR KEY [--warm]
+           workload gets CACHE-DIR [ROUNDS]
+           workload opens CACHE-DIR [ROUNDS] [--replay]
 
     Replays the standard workloads (../shared/bench/README.md) and prints a table and one JSON
     line. --files DIR replays W1 over any directory of files; --workloads placement compares
     loose and packed puts; --keep-work leaves the caches in --work DIR for profiling; w4-open
-    times one open + get of a kept W4 cache (what W4 runs in a fresh process).
+    times one open + get of a kept W4 cache (what W4 runs in a fresh process). For profiling a
+    kept cache under perf: gets reads every key ROUNDS times (default 5), opens opens and closes
+    it ROUNDS times (default 15; --replay deletes the index snapshot first, so each open replays
+    the whole journal); both print a median.
     Exit status: 0 done, 2 bad arguments, missing corpus or a failed workload.
     """
 
@@ -289,10 +294,53 @@ func peakRSSKilobytes() -> Int {
     return usage.ru_maxrss
 }
 
+/// `gets`: every key of a kept cache read `rounds` times; prints the median round's ops/s and MB/s.
+func repeatedGets(directory: String, rounds: Int) throws {
+    let cache = try BlobCache(directory: directory)
+    let keys = try cache.keys()
+    var samples: [(seconds: Double, bytes: Int)] = []
+    for _ in 0..<max(1, rounds) {
+        var bytes = 0
+        let start = now()
+        for key in keys { bytes += try cache.bytes(forKey: key)?.count ?? 0 }
+        samples.append((now() - start, bytes))
+    }
+    try cache.close()
+    let median = samples.sorted { $0.seconds < $1.seconds }[samples.count / 2]
+    print(String(format: "gets: %d keys, median of %d rounds: %.0f ops/s, %.1f MB/s", keys.count, samples.count,
+                 Double(keys.count) / median.seconds, Double(median.bytes) / 1e6 / median.seconds))
+}
+
+/// `opens`: a kept cache opened and closed `rounds` times (replaying the whole journal each
+/// time when `replay`); prints the median open time.
+func repeatedOpens(directory: String, rounds: Int, replay: Bool) throws {
+    var samples: [Double] = []
+    var entries = 0
+    for _ in 0..<max(1, rounds) {
+        if replay { try? FileManager.default.removeItem(atPath: directory + "/index") }
+        let start = now()
+        let cache = try BlobCache(directory: directory)
+        samples.append(now() - start)
+        entries = try cache.totals().entries
+        try cache.close()
+    }
+    print(String(format: "opens%@: %d entries, median of %d: %.2f ms", replay ? " (full replay)" : "", entries,
+                 samples.count, samples.sorted()[samples.count / 2] * 1e3))
+}
+
 do {
     let arguments = Array(CommandLine.arguments.dropFirst())
     if arguments.first == "w4-open", arguments.count >= 3 {
         try w4Open(directory: arguments[1], key: arguments[2], warm: arguments.dropFirst(3).first == "--warm")
+        exit(0)
+    }
+    if arguments.first == "gets", arguments.count >= 2 {
+        try repeatedGets(directory: arguments[1], rounds: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
+        exit(0)
+    }
+    if arguments.first == "opens", arguments.count >= 2 {
+        let rounds = arguments.count > 2 ? Int(arguments[2]) ?? 15 : 15
+        try repeatedOpens(directory: arguments[1], rounds: rounds, replay: arguments.contains("--replay"))
         exit(0)
     }
     let options = try Options(arguments)
