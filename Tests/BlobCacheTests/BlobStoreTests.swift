@@ -56,7 +56,7 @@ struct BlobStoreTests {
         let value = Samples.compressible(60)
         let id = BlobID(hashing: value)
         for codec in [Codec.none, .zlib] {
-            let blob = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: codec, packThreshold: 0) }
+            let blob = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0) }
             let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
             let image = blob.withImage(Array.init)
             #expect(image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .success(value))
@@ -85,7 +85,7 @@ struct BlobStoreTests {
     func largeLooseCorruption() throws {
         let value = Samples.compressible(1 << 20) + Samples.random(300_000)
         let id = BlobID(hashing: value)
-        let blob = value.withUnsafeBytes { BlobStore.hashAndPrepare($0, codec: .lz4, packThreshold: 0) }
+        let blob = value.withUnsafeBytes { PreparedBlob.hashingAndEncoding($0, codec: .lz4, packThreshold: 0) }
         #expect(blob.id == id && blob.codec == .lz4 && !blob.packed)
         let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
         let image = blob.withImage(Array.init)
@@ -204,7 +204,7 @@ struct BlobStoreTests {
     func packCorruptionExhaustive() throws {
         let value = Samples.compressible(60)
         let id = BlobID(hashing: value)
-        let blob = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .zlib, packThreshold: 1 << 16) }
+        let blob = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .zlib, packThreshold: 1 << 16) }
         #expect(blob.packed)
         let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength,
                             place: .packed(segment: 1, offset: 16))
@@ -267,12 +267,12 @@ struct BlobStoreTests {
             try cache.close()
         }
         // A loose writer killed before its rename: a complete image under a temporary name.
-        let loose = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 0) }
+        let loose = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 0) }
         let shard = (looseFile(dir.path, id) as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
         writeFile(shard + "/tmp.4242.1", loose.withImage(Array.init))
         // A pack writer killed mid-append: half a record at the end of the segment.
-        let packed = value.withUnsafeBytes { BlobStore.prepare($0, id: id, codec: .lz4, packThreshold: 1 << 16) }
+        let packed = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 1 << 16) }
         let segment = dir.appending("packs/000001.pack")
         writeFile(segment, readFile(segment) + packed.withImage(Array.init).prefix(packed.imageCount / 2))
 

@@ -69,7 +69,7 @@ struct ModelTests {
         }
         let footprints = Dictionary(uniqueKeysWithValues: values.map { value in
             (BlobID(hashing: value),
-             value.withUnsafeBytes { BlobStore.prepare($0, id: BlobID(hashing: $0), codec: .lz4, packThreshold: 2048).imageCount })
+             value.withUnsafeBytes { PreparedBlob.encoding($0, id: BlobID(hashing: $0), codec: .lz4, packThreshold: 2048).imageCount })
         })
         var model = ReferenceModel(maxEntries: maxEntries, maxBytes: maxBytes, footprint: footprints)
         var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock, configure))

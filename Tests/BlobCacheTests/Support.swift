@@ -129,5 +129,5 @@ func journalRecordOffsets(_ image: [UInt8]) -> [Int] {
 
 /// The loose file of blob `id` in the cache at `root`.
 func looseFile(_ root: String, _ id: BlobID) -> String {
-    BlobStore.loosePath(of: id, in: FilePath(root).appending("objects")).string
+    CacheFiles(root: FilePath(root)).loosePath(of: id).string
 }

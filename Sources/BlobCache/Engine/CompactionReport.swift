@@ -30,27 +30,30 @@ extension BlobCache {
 
 extension CacheEngine {
     /// Full compaction: expiry sweep, dangling files and temporaries, all dead pack space,
-    /// optional re-encoding, and a journal rewrite. Safe to kill at any point.
+    /// optional re-encoding, and a journal rewrite. Safe to kill at any point: every deletion
+    /// waits for the records (fsynced) that make it safe. Run inside `perform`.
     func compact(recompressingTo codec: Codec?) throws -> BlobCache.CompactionReport {
         var report = BlobCache.CompactionReport()
         report.journalBytesBefore = Int(journal.size)
         report.journalRecordsBefore = journal.recordCount
-        report.expiredEntries = try removeExpired()
+        report.expiredEntries = removeExpired()
+        evictToLimits()
+        try commitRecords()
         if let codec { report.blobsRecompressed = try recompress(to: codec) }
 
-        let scan = DirectoryScan(objects: store.objects, packs: store.packs)
+        let scan = DirectoryScan(files: files, io: io)
         for (id, path) in scan.looseBlobs where index.blob(id)?.info.place != .loose {
-            report.blobBytesReclaimed += Int(FileIO.status(path)?.st_size ?? 0)
-            if try FileIO.remove(path) { report.danglingBlobsDeleted += 1 }
+            report.blobBytesReclaimed += Int(io.status(path)?.st_size ?? 0)
+            if try io.remove(path) { report.danglingBlobsDeleted += 1 }
         }
-        for path in scan.temporaryFiles {
-            report.blobBytesReclaimed += Int(FileIO.status(path)?.st_size ?? 0)
-            if try FileIO.remove(path) { report.temporaryFilesDeleted += 1 }
+        // Staged files of this process may belong to sets in flight on other threads.
+        for path in scan.temporaryFiles where !CacheFiles.isOwnStagingName(path.lastComponent?.string ?? "") {
+            report.blobBytesReclaimed += Int(io.status(path)?.st_size ?? 0)
+            if try io.remove(path) { report.temporaryFilesDeleted += 1 }
         }
         // Leaves first; a shard whose last leaf went is empty on the second pass.
         for _ in 0..<2 {
-            for path in DirectoryScan(objects: store.objects, packs: store.packs).emptyShardDirectories
-                where FileIO.removeDirectory(path) {
+            for path in DirectoryScan(files: files, io: io).emptyShardDirectories where io.removeDirectory(path) {
                 report.emptyDirectoriesRemoved += 1
             }
         }
@@ -64,10 +67,6 @@ extension CacheEngine {
         }
         report.packSegmentsCollected = try collectPackGarbage(minimumDeadFraction: 1e-9).segments
         report.blobBytesReclaimed += max(0, deadBefore - deadPackBytes)
-        for number in store.segmentSizes.keys where number != store.activeSegmentNumber
-            && index.liveBytes(inSegment: number) == 0 {
-            try store.deleteSegment(number)
-        }
 
         try compactJournal()
         report.journalBytesAfter = Int(journal.size)
@@ -76,31 +75,37 @@ extension CacheEngine {
     }
 
     /// Re-encodes every blob stored with a codec other than `codec`'s (blobs kept raw because
-    /// compressing did not pay are tried again too). Ids do not change.
+    /// compressing did not pay are tried again too). Ids do not change. A loose blob that
+    /// stays loose is replaced by rename, its new file fsynced first (the old one may have
+    /// been durable); one that moves into a pack is deleted once the record and the journal
+    /// are fsynced.
     private func recompress(to codec: Codec) throws -> Int {
         var count = 0
+        let durableStaging = BlobPipeline(files: files, io: io, codec: codec, packThreshold: pipeline.packThreshold,
+                                          durability: .powerLossSafe)
         for (id, blob) in index.storedBlobs where blob.info.codec != codec.tag {
-            guard let location = store.location(of: blob.info),
-                  case .success(let value) = try BlobStore.read(blob.info, at: location) else { continue }
-            let prepared = value.withUnsafeBytes {
-                BlobStore.prepare($0, id: id, codec: codec, packThreshold: store.packThreshold)
-            }
+            guard case .success(let value) = try pipeline.read(blob.info, at: store.location(of: blob.info)) else { continue }
+            let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }
             guard prepared.codec != blob.info.codec else { continue }
-            var moved = BlobInfo(id: id, codec: prepared.codec, rawLength: prepared.rawLength,
-                                 payloadLength: prepared.payloadLength, place: .loose)
+            var moved = prepared.info
             if prepared.packed {
                 moved.place = try store.append(prepared)
+                if case .loose = blob.info.place { dispose(.looseBlob(id), destroysDurableData: true) }
             } else {
-                try store.publish(BlobStore.stage(prepared, objects: store.objects, synchronous: store.synchronous))
+                let staged = try durableStaging.stage(prepared)
+                do {
+                    try store.publish(staged)
+                    if !store.synchronous { try io.syncDirectory(staged.final.removingLastComponent()) }
+                } catch {
+                    durableStaging.discard(staged)
+                    throw error
+                }
             }
             index.relocate(moved)
             journal.append(.relocate(moved))
-            try journal.flush()
-            if case .loose = blob.info.place, moved.place != .loose { try store.deleteLoose(id) }
             count += 1
         }
-        try evictToLimits()
-        try journal.flush()
+        try commitRecords()
         return count
     }
 }

@@ -428,6 +428,9 @@ struct CacheIndex {
     }
 
     /// Whether a new key of `length` bytes fits the arena's 4 GiB of offsets.
+    /// Bytes of the live entries' keys.
+    var liveKeyBytes: Int { keyArena.count - deadKeyBytes }
+
     func hasRoom(forKeyOf length: Int) -> Bool { keyArena.count - deadKeyBytes + length <= Int(UInt32.max) }
 
     private mutating func appendKey(_ bytes: UnsafeRawBufferPointer) -> UInt32 {

@@ -8,31 +8,38 @@ extension CacheChecker {
     /// rewrites a damaged journal from the records it can trust, rebuilds after a lost header
     /// and trims to the limits; then entries whose blob fails verification are removed
     /// (journaled, reason repair), recorded sizes are corrected from the blob headers, files
-    /// that do not belong are deleted, and a full compaction drops dangling blobs, temporary
-    /// files and empty shard directories.
-    static func repair(_ directory: FilePath, findings: [BlobCache.Finding], limits: BlobCache.Limits) throws {
+    /// that do not belong are deleted, segments with a damaged header have their intact live
+    /// records copied out before they go, and a full compaction drops dangling blobs,
+    /// temporary files and empty shard directories. All of it runs through the engine's
+    /// commit path, so a crash during a repair loses nothing a finished repair would keep.
+    static func repair(_ files: CacheFiles, io: FileIO, findings: [BlobCache.Finding], limits: BlobCache.Limits) throws {
         var configuration = BlobCache.Configuration()
         configuration.maxStoredBytes = limits.maxStoredBytes
         configuration.maxEntries = limits.maxEntries
         // The snapshot only speeds up opening: repair replays the whole journal, the authority.
-        _ = try FileIO.remove(CacheEngine.snapshotPath(in: directory))
-        let (engine, _) = try CacheEngine.open(directory: directory, configuration: configuration, limits: limits)
-        for finding in findings where finding.problem == "unknown-file" || finding.problem == "pack-corrupt" {
-            removeTree(FilePath(finding.path))
+        _ = try io.remove(files.snapshot)
+        let (engine, _) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits)
+        for finding in findings where finding.problem == "unknown-file" {
+            removeTree(FilePath(finding.path), io: io)
         }
-        try engine.dropEntriesWithDamagedBlobs()
-        _ = try engine.compact(recompressingTo: nil)
-        try engine.persistRecency()
+        let damagedSegments = findings.filter { $0.problem == "pack-corrupt" }
+            .compactMap { FilePath($0.path).lastComponent.flatMap { PackFormat.segmentNumber(fromFileName: $0.string) } }
+        try engine.perform {
+            try engine.dropEntriesWithDamagedBlobs()
+            try engine.evacuate(segments: damagedSegments)
+            _ = try engine.compact(recompressingTo: nil)
+            try engine.persistRecency()
+        }
         try engine.journal.sync()
     }
 
     /// Deletes a file, or a directory with everything in it.
-    static func removeTree(_ path: FilePath) {
-        if FileIO.isDirectory(path) {
-            for name in FileIO.listDirectory(path) { removeTree(path.appending(name)) }
-            FileIO.removeDirectory(path)
+    static func removeTree(_ path: FilePath, io: FileIO) {
+        if io.isDirectory(path) {
+            for name in io.listDirectory(path) { removeTree(path.appending(name), io: io) }
+            io.removeDirectory(path)
         } else {
-            _ = try? FileIO.remove(path)
+            _ = try? io.remove(path)
         }
     }
 }
@@ -44,13 +51,12 @@ extension CacheEngine {
     func dropEntriesWithDamagedBlobs() throws {
         var damaged = Set<BlobID>()
         for (id, blob) in index.storedBlobs {
-            let location = store.location(of: blob.info)
-            switch try BlobStore.read(blob.info, at: location) {
+            switch try pipeline.read(blob.info, at: store.location(of: blob.info)) {
             case .failure:
                 damaged.insert(id)
             case .success(let value):
                 if BlobID(hashing: value) != id { damaged.insert(id); continue }
-                guard case .loose = blob.info.place, let file = try FileIO.readWholeFile(store.loosePath(of: id)),
+                guard case .loose = blob.info.place, let file = try io.readWholeFile(files.loosePath(of: id)),
                       case .success(let header) = file.withUnsafeBytes({ LooseBlobFormat.parseHeader($0) }),
                       header.codec != blob.info.codec || header.payloadLength != blob.info.payloadLength else { continue }
                 let corrected = BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
@@ -61,14 +67,7 @@ extension CacheEngine {
         }
         var slots: [Int32] = []
         for slot in index.liveSlots where damaged.contains(index.blob(ofEntry: slot).id) { slots.append(slot) }
-        for slot in slots {
-            let id = index.blob(ofEntry: slot).id
-            let info = index.blob(id)?.info
-            try remove(slot: slot, reason: .repair)
-            // A corrupt loose file still on disk is deleted with its last entry (dispose did it).
-            if let info, case .loose = info.place { _ = try? store.deleteLoose(id) }
-        }
-        try evictToLimits()
-        try journal.flush()
+        // A corrupt loose file goes with its last entry, once the records are down.
+        for slot in slots { remove(slot: slot, reason: .repair) }
     }
 }

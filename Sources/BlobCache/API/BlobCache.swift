@@ -4,7 +4,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,13 +25,11 @@ public final class BlobCache: Sendable {
     /// What opening the cache found and repaired.
     public let openReport: OpenReport
 
-    private let state: Mutex<CacheEngine?>
+    private let state: Locked<CacheEngine?>
     private let lock: DirectoryLock
-    private let codec: Codec
-    private let packThreshold: Int
-    private let synchronous: Bool
+    /// Hashing, encoding, staging and reading: the work done outside the lock.
+    private let pipeline: BlobPipeline
     private let defaultExpiry: Expiry
-    private let objects: FilePath
 
     /// Keys are non-empty, at most this many bytes of UTF-8, and do not start with U+0000.
     public static let maxKeyBytes = 1 << 20
@@ -44,27 +41,25 @@ public final class BlobCache: Sendable {
     ///     let cache = try BlobCache(directory: "/var/cache/thumbnails")
     public init(directory: String, configuration: Configuration = Configuration(), createDirectory: Bool = true) throws {
         try configuration.validate()
-        let path = FilePath(directory)
-        try Self.prepareDirectory(path, create: createDirectory)
-        let lock = try DirectoryLock.acquire(in: path, wait: configuration.waitForLock)
+        let files = CacheFiles(root: FilePath(directory))
+        let io = FileIO(configuration.fileSystem)
+        try Self.prepareDirectory(files.root, create: createDirectory, io: io)
+        let lock = try DirectoryLock.acquire(files, io: io, wait: configuration.waitForLock)
         do {
-            let saved = try Self.defaultLimits(in: directory)
+            let saved = try Self.defaultLimits(in: files, io: io)
             let limits = Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,
                                 maxEntries: configuration.maxEntries ?? saved.maxEntries)
-            let (engine, report) = try CacheEngine.open(directory: path, configuration: configuration, limits: limits)
-            self.state = Mutex(engine)
+            let (engine, report) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits)
+            self.state = Locked(engine)
             self.openReport = report
+            self.pipeline = engine.pipeline
         } catch {
             lock.release()
             throw error
         }
         self.lock = lock
         self.directory = directory
-        self.codec = configuration.codec
-        self.packThreshold = configuration.packThreshold
-        self.synchronous = configuration.durability == .powerLossSafe
         self.defaultExpiry = configuration.defaultExpiry
-        self.objects = path.appending("objects")
     }
 
     deinit { try? close() }
@@ -87,7 +82,7 @@ public final class BlobCache: Sendable {
     ///
     ///     if let bytes = try cache.bytes(forKey: "avatar/42") { show(bytes) }
     public func bytes(forKey key: String) throws -> [UInt8]? {
-        guard let ticket = try withEngine({ try $0.beginRead(key: key) }) else { return nil }
+        guard let ticket = try perform({ $0.beginRead(key: key) }) else { return nil }
         return try finishRead(ticket)
     }
 
@@ -120,12 +115,9 @@ public final class BlobCache: Sendable {
     ///     try cache.removeValue(forKey: "avatar/42")
     @discardableResult
     public func removeValue(forKey key: String) throws -> Bool {
-        try withEngine { engine in
+        try perform { engine in
             guard let slot = engine.index.slot(of: key) else { return false }
-            try engine.remove(slot: slot, reason: .explicit)
-            try engine.journal.flush()
-            try engine.collectPackGarbageIfWorthIt()
-            try engine.compactJournalIfRedundant()
+            engine.remove(slot: slot, reason: .explicit)
             return true
         }
     }
@@ -134,7 +126,7 @@ public final class BlobCache: Sendable {
     ///
     ///     try cache.removeAll()
     public func removeAll(includingPinned: Bool = false) throws {
-        try withEngine { try $0.removeAll(includingPinned: includingPinned) }
+        try perform { $0.removeAll(includingPinned: includingPinned) }
     }
 
     /// Removes every expired entry now (reads and opens also drop them); returns how many.
@@ -142,7 +134,7 @@ public final class BlobCache: Sendable {
     ///     let swept = try cache.removeExpired()
     @discardableResult
     public func removeExpired() throws -> Int {
-        try withEngine { try $0.removeExpired() }
+        try perform { $0.removeExpired() }
     }
 
     /// Every key, least recently used first (pinned keys first of all). Content-addressed
@@ -174,11 +166,7 @@ public final class BlobCache: Sendable {
     ///
     ///     try cache.setLimits(.init(maxStoredBytes: 100_000_000))
     public func setLimits(_ limits: Limits) throws {
-        try withEngine { engine in
-            engine.limits = limits
-            try engine.evictToLimits()
-            try engine.journal.flush()
-        }
+        try perform { $0.limits = limits }
     }
 
     /// Rewrites the journal to its live entries in LRU order, removes expired entries, deletes
@@ -189,7 +177,7 @@ public final class BlobCache: Sendable {
     ///     let report = try cache.compact(recompressingTo: .zlib(level: 9))
     @discardableResult
     public func compact(recompressingTo codec: Codec? = nil) throws -> CompactionReport {
-        try withEngine { try $0.compact(recompressingTo: codec) }
+        try perform { try $0.compact(recompressingTo: codec) }
     }
 
     /// Writes out recency, syncs the journal and releases the directory. Later calls throw
@@ -208,7 +196,7 @@ public final class BlobCache: Sendable {
             try open.compactJournalIfRedundant()
             try open.journal.sync()
             open.writeSnapshotIfWorthIt()
-            try? open.lifetimeCounters.save(in: open.directory)
+            try? open.lifetimeCounters.save(in: open.files, io: open.io)
         }
     }
 
@@ -244,6 +232,7 @@ public final class BlobCache: Sendable {
 
     // MARK: Internals
 
+    /// Runs `body` on the open engine under the lock (for lookups that change nothing).
     func withEngine<T>(_ body: (CacheEngine) throws -> T) throws -> T {
         try state.withLock { engine in
             guard let engine else { throw BlobCacheError.closed }
@@ -252,38 +241,53 @@ public final class BlobCache: Sendable {
         }
     }
 
+    /// Runs one engine operation under the lock, through its commit path.
+    func perform<T>(_ body: (CacheEngine) throws -> T) throws -> T {
+        try withEngine { engine in try engine.perform { try body(engine) } }
+    }
+
     private func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
         let prepared: PreparedBlob
         if knownID == nil && raw.count >= Parallel.threshold {
             // Large: hash on one core while the others compress; a duplicate wastes one compression.
-            prepared = BlobStore.hashAndPrepare(raw, codec: codec, packThreshold: packThreshold)
-            if try withEngine({ try $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
+            prepared = pipeline.prepare(raw)
+            if try perform({ try $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
                 return prepared.id
             }
         } else {
             // Small: hash first, so a duplicate costs no compression at all.
             let id = knownID ?? BlobID(hashing: raw)
-            if try withEngine({ try $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
+            if try perform({ try $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
                 return id
             }
-            prepared = BlobStore.prepare(raw, id: id, codec: codec, packThreshold: packThreshold)
+            prepared = pipeline.prepare(raw, id: id)
         }
-        let id = prepared.id
-        let limit = try withEngine { $0.limits.maxStoredBytes }
-        let footprint = prepared.imageCount
-        if let limit, footprint > limit { throw BlobCacheError.valueTooLarge(storedBytes: footprint, limit: limit) }
-        let staged = prepared.packed ? nil : try BlobStore.stage(prepared, objects: objects, synchronous: synchronous)
-        try withEngine { try $0.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned) }
-        return id
+        if let limit = try withEngine({ $0.limits.maxStoredBytes }), prepared.imageCount > limit {
+            throw BlobCacheError.valueTooLarge(storedBytes: prepared.imageCount, limit: limit)
+        }
+        let staged = prepared.packed ? nil : try pipeline.stage(prepared)
+        let published: Bool
+        do {
+            published = try perform { try $0.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned) }
+        } catch {
+            pipeline.discard(staged)
+            throw error
+        }
+        // Shared with a blob another set stored meanwhile: the staged copy is not needed.
+        if !published { pipeline.discard(staged) }
+        return prepared.id
     }
 
     private func finishRead(_ ticket: CacheEngine.ReadTicket) throws -> [UInt8]? {
-        switch try BlobStore.read(ticket.info, at: ticket.location) {
+        switch try pipeline.read(ticket.info, at: ticket.location) {
         case .success(let value):
             return value
-        case .failure(let damage):
-            if let error = try withEngine({ try $0.blobFailed(ticket.info, damage: damage) }) { throw error }
-            return nil
+        case .failure:
+            switch try perform({ try $0.blobFailed(ticket.info) }) {
+            case .value(let value): return value
+            case .miss: return nil
+            case .damaged(let error): throw error
+            }
         }
     }
 
@@ -297,8 +301,8 @@ public final class BlobCache: Sendable {
         }
     }
 
-    private static func prepareDirectory(_ path: FilePath, create: Bool) throws {
-        if let info = FileIO.status(path) {
+    private static func prepareDirectory(_ path: FilePath, create: Bool, io: FileIO) throws {
+        if let info = io.status(path) {
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
                 throw BlobCacheError.directoryUnusable(path: path.string, reason: "it is not a directory")
             }
@@ -306,7 +310,7 @@ public final class BlobCache: Sendable {
             var prefix = FilePath(path.isAbsolute ? "/" : ".")
             for component in path.components {
                 prefix.append(component)
-                do { try FileIO.makeDirectory(prefix) } catch {
+                do { try io.makeDirectory(prefix) } catch {
                     throw BlobCacheError.directoryUnusable(path: path.string, reason: "cannot create it: \(error)")
                 }
             }

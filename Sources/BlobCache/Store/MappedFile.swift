@@ -11,27 +11,26 @@ import Musl
 final class MappedFile {
     let mutableBase: UnsafeMutableRawPointer
     let count: Int
+    private let io: FileIO
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: mutableBase, count: count) }
 
     /// Maps the file at `path`; `nil` when it does not exist or is empty.
-    init?(_ path: FilePath) throws {
-        guard let fd = try FileIO.openIfExists(path) else { return nil }
-        defer { try? fd.close() }
-        let size = Int(try FileIO.fileSize(fd, path: path))
+    init?(_ path: FilePath, io: FileIO) throws {
+        guard let fd = try io.openIfExists(path) else { return nil }
+        defer { io.close(fd) }
+        let size = Int(try io.fileSize(fd, path: path))
         guard size > 0 else { return nil }
         // Prefaulted read-only, then made writable: populating a writable private mapping
         // would copy every page up front; this way only pages that are written get copied.
-        guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.rawValue, 0),
-              base != MAP_FAILED else {
-            throw BlobCacheError.io(operation: "mmap", path: path.string, errno: .last)
-        }
+        let base = try io.map(fd, length: size, shared: false, populate: true, path: path)
         guard mprotect(base, size, PROT_READ | PROT_WRITE) == 0 else {
-            munmap(base, size)
+            io.system.unmap(base, length: size)
             throw BlobCacheError.io(operation: "mprotect", path: path.string, errno: .last)
         }
         mutableBase = base
         count = size
+        self.io = io
     }
 
-    deinit { munmap(mutableBase, count) }
+    deinit { io.system.unmap(mutableBase, length: count) }
 }

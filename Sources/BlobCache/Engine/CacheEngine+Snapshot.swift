@@ -1,22 +1,20 @@
 import SystemPackage
 
 extension CacheEngine {
-    static func snapshotPath(in directory: FilePath) -> FilePath { directory.appending(IndexSnapshot.fileName) }
-
     /// The index restored from `DIR/index` when it reflects a prefix of the journal whose salt
     /// is `journalSalt` and size `journalSize`; otherwise `nil`, and a snapshot that cannot be
     /// used is deleted (so that a journal growing past it later cannot make it look current).
-    static func restoreSnapshot(in directory: FilePath, journalSalt: UInt64, journalSize: Int64)
+    static func restoreSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64)
         throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
-        let path = snapshotPath(in: directory)
+        let path = files.snapshot
         let mapped: MappedFile?
         do {
-            mapped = try MappedFile(path)
+            mapped = try MappedFile(path, io: io)
         } catch {
             return nil   // unreadable now (say, out of address space): replay, keep the file
         }
         guard let file = mapped else {
-            if FileIO.status(path) != nil { _ = try FileIO.remove(path) }   // empty
+            if io.status(path) != nil { _ = try io.remove(path) }   // empty
             return nil
         }
         let restored = { () -> (CacheIndex, IndexSnapshot.Header)? in
@@ -26,7 +24,7 @@ extension CacheEngine {
                   let index = IndexSnapshot.restore(file, header: header) else { return nil }
             return (index, header)
         }()
-        if restored == nil { _ = try FileIO.remove(path) }
+        if restored == nil { _ = try io.remove(path) }
         return restored
     }
 
@@ -40,24 +38,18 @@ extension CacheEngine {
         guard journal.failure == nil, journal.size - covered >= snapshotThreshold else { return }
         let image = IndexSnapshot.encode(index, journalSalt: journal.header.salt, journalLength: journal.size,
                                          journalRecords: journal.recordCount)
-        let path = Self.snapshotPath(in: directory)
-        let temporary = FilePath(path.string + ".tmp")
         do {
-            let fd = try FileIO.open(temporary, .readWrite, options: [.create, .truncate],
-                                     permissions: [.ownerReadWrite, .groupRead, .otherRead])
-            defer { try? fd.close() }
-            try image.withUnsafeBytes { try FileIO.writeAll(fd, $0, at: 0, path: temporary) }
-            try FileIO.rename(temporary, to: path)
+            _ = try image.withUnsafeBytes { try io.replaceAtomically(files.snapshot, with: $0, durable: false) }
             snapshotCoverage = journal.size
         } catch {
-            _ = try? FileIO.remove(temporary)
+            // Nothing lost: the next open replays the journal.
         }
     }
 
     /// Deletes the snapshot (the journal was rewritten, so it no longer matches).
     func deleteSnapshot() throws {
-        guard snapshotCoverage != nil || FileIO.status(Self.snapshotPath(in: directory)) != nil else { return }
-        _ = try FileIO.remove(Self.snapshotPath(in: directory))
+        guard snapshotCoverage != nil || io.status(files.snapshot) != nil else { return }
+        _ = try io.remove(files.snapshot)
         snapshotCoverage = nil
     }
 }

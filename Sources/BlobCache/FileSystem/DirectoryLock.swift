@@ -1,6 +1,8 @@
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #endif
 
 /// The single-writer lock: `flock(2)` on `DIR/lock`, which holds the owner's pid as text.
@@ -8,32 +10,30 @@ import Glibc
 struct DirectoryLock: Sendable {
     let descriptor: FileDescriptor
     let path: FilePath
+    let io: FileIO
 
     /// Takes the lock, failing with `inUse` (naming the holder's pid when known) unless `wait`.
-    static func acquire(in directory: FilePath, wait: Bool) throws -> DirectoryLock {
-        let path = directory.appending("lock")
-        let fd = try FileIO.open(path, .readWrite, options: [.create], permissions: [.ownerReadWrite, .groupRead, .otherRead])
-        var result: Int32
-        repeat {
-            result = flock(fd.rawValue, wait ? LOCK_EX : LOCK_EX | LOCK_NB)
-        } while result != 0 && errno == EINTR
-        if result != 0 {
-            let failure = Errno.last
-            let holder = (try? FileIO.read(fd, count: 32, at: 0, path: path))
+    static func acquire(_ files: CacheFiles, io: FileIO, wait: Bool) throws -> DirectoryLock {
+        let path = files.lock
+        let fd = try io.open(path, .readWrite, options: [.create], permissions: FileIO.filePermissions)
+        do {
+            try io.system.lockExclusively(fd, wait: wait)
+        } catch {
+            let holder = (try? io.read(fd, count: 32, at: 0, path: path))
                 .flatMap { Int32(String(decoding: $0, as: UTF8.self).trimmingWhitespace()) }
-            try? fd.close()
-            if failure == .wouldBlock { throw BlobCacheError.inUse(path: directory.string, pid: holder) }
-            throw BlobCacheError.io(operation: "flock", path: path.string, errno: failure)
+            io.close(fd)
+            if error == .wouldBlock { throw BlobCacheError.inUse(path: files.root.string, pid: holder) }
+            throw BlobCacheError.io(operation: "flock", path: path.string, errno: error)
         }
         let pid = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd.rawValue, 0)
-        try? pid.withUnsafeBytes { try FileIO.writeAll(fd, $0, at: 0, path: path) }
-        return DirectoryLock(descriptor: fd, path: path)
+        try? io.truncate(fd, to: 0, path: path)
+        try? pid.withUnsafeBytes { try io.writeAll(fd, $0, at: 0, path: path) }
+        return DirectoryLock(descriptor: fd, path: path, io: io)
     }
 
     /// Releases the lock (closing the descriptor releases the flock).
     func release() {
-        try? descriptor.close()
+        io.close(descriptor)
     }
 }
 

@@ -1,6 +1,5 @@
 import Dispatch
 import SystemPackage
-import Synchronization
 
 extension BlobCache {
     /// Checks a cache directory like `git fsck`: the journal's header and framing, every blob's
@@ -12,18 +11,22 @@ extension BlobCache {
     ///     let report = try BlobCache.check(directory: "/var/cache/app")
     ///     report.findings.forEach { print($0) }
     public static func check(directory: String, options: CheckOptions = CheckOptions()) throws -> CheckReport {
-        let path = FilePath(directory)
-        guard FileIO.isDirectory(path) else {
-            throw BlobCacheError.directoryUnusable(path: directory, reason: "it is not a directory")
+        try check(CacheFiles(root: FilePath(directory)), io: .posix, options: options)
+    }
+
+    /// `check(directory:options:)` through a given file system (tests inject faults with it).
+    static func check(_ files: CacheFiles, io: FileIO, options: CheckOptions) throws -> CheckReport {
+        guard io.isDirectory(files.root) else {
+            throw BlobCacheError.directoryUnusable(path: files.root.string, reason: "it is not a directory")
         }
-        let lock = try DirectoryLock.acquire(in: path, wait: options.waitForLock)
+        let lock = try DirectoryLock.acquire(files, io: io, wait: options.waitForLock)
         defer { lock.release() }
-        let limits = try options.limits ?? defaultLimits(in: directory)
-        var report = CacheChecker.run(directory: path, limits: limits, fast: options.fast)
+        let limits = try options.limits ?? defaultLimits(in: files, io: io)
+        var report = CacheChecker.run(files, io: io, limits: limits, fast: options.fast)
         if options.repair && !report.findings.isEmpty {
-            try CacheChecker.repair(path, findings: report.findings, limits: limits)
+            try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits)
             report.repaired = true
-            report.errorsLeft = CacheChecker.run(directory: path, limits: limits, fast: options.fast).errors
+            report.errorsLeft = CacheChecker.run(files, io: io, limits: limits, fast: options.fast).errors
         }
         return report
     }
@@ -31,13 +34,15 @@ extension BlobCache {
 
 /// One pass of checks over a locked cache directory.
 struct CacheChecker {
-    let directory: FilePath
+    let files: CacheFiles
+    let io: FileIO
     let limits: BlobCache.Limits
     let fast: Bool
     private var report = BlobCache.CheckReport()
 
-    init(directory: FilePath, limits: BlobCache.Limits, fast: Bool) {
-        self.directory = directory
+    init(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool) {
+        self.files = files
+        self.io = io
         self.limits = limits
         self.fast = fast
     }
@@ -51,15 +56,15 @@ struct CacheChecker {
     }
 
     /// Runs every check once.
-    static func run(directory: FilePath, limits: BlobCache.Limits, fast: Bool) -> BlobCache.CheckReport {
-        var checker = CacheChecker(directory: directory, limits: limits, fast: fast)
+    static func run(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool) -> BlobCache.CheckReport {
+        var checker = CacheChecker(files, io: io, limits: limits, fast: fast)
         return checker.run()
     }
 
     private mutating func run() -> BlobCache.CheckReport {
         let index = checkJournal()
-        let objects = directory.appending("objects"), packs = directory.appending("packs")
-        let scan = DirectoryScan(objects: objects, packs: packs)
+        let packs = files.packs
+        let scan = DirectoryScan(files: files, io: io)
         for path in scan.unknownFiles {
             error("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file")
         }
@@ -74,8 +79,8 @@ struct CacheChecker {
 
     /// Replays the journal as an open would, reporting damage instead of repairing it.
     private mutating func checkJournal() -> CacheIndex? {
-        let path = directory.appending("journal")
-        guard let image = try? FileIO.readWholeFile(path) else {
+        let path = files.journal
+        guard let image = try? io.readWholeFile(path) else {
             error("journal-missing", "-", path, "no journal: keys cannot be known")
             return nil
         }
@@ -106,9 +111,9 @@ struct CacheChecker {
     /// Checks `DIR/index`, if there is one: intact, and restoring it then replaying the rest of
     /// the journal gives exactly the index a full replay gave.
     private mutating func checkSnapshot(against replayed: CacheIndex, journal: [UInt8], salt: UInt64) {
-        let path = CacheEngine.snapshotPath(in: directory)
-        guard let file = try? MappedFile(path) else {
-            if FileIO.status(path) != nil { error("snapshot-corrupt", "-", path, "empty or unreadable") }
+        let path = files.snapshot
+        guard let file = try? MappedFile(path, io: io) else {
+            if io.status(path) != nil { error("snapshot-corrupt", "-", path, "empty or unreadable") }
             return
         }
         let problem: (id: String, detail: String)? = { () -> (String, String)? in
@@ -140,10 +145,10 @@ struct CacheChecker {
 
     private mutating func checkLooseBlobs(_ blobs: [(id: BlobID, path: FilePath)], index: CacheIndex?) {
         // Verify on every core: MD5 and decompression dominate.
-        let results = Mutex([Int: (BlobDamage?, Int, LooseBlobFormat.Header?)]())
-        let fast = self.fast
+        let results = Locked([Int: (BlobDamage?, Int, LooseBlobFormat.Header?)]())
+        let fast = self.fast, io = self.io
         DispatchQueue.concurrentPerform(iterations: blobs.count) { n in
-            let outcome = Self.verifyLoose(blobs[n].id, at: blobs[n].path, fast: fast)
+            let outcome = Self.verifyLoose(blobs[n].id, at: blobs[n].path, fast: fast, io: io)
             results.withLock { $0[n] = outcome }
         }
         let outcomes = results.withLock { $0 }
@@ -168,18 +173,17 @@ struct CacheChecker {
             }
         }
         guard let index else { return }
-        let objects = directory.appending("objects")
         for (key, slot) in index.keyedSlots {
             let id = index.blob(ofEntry: slot).id
             if case .loose = index.blob(id)!.info.place, !seen.contains(id) {
-                error("missing-blob", BlobCache.escapedKey(key), BlobStore.loosePath(of: id, in: objects), "entry's blob \(id) is missing")
+                error("missing-blob", BlobCache.escapedKey(key), files.loosePath(of: id), "entry's blob \(id) is missing")
             }
         }
     }
 
     /// (damage, bytes read, header) for one loose blob file.
-    private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
-        guard let file = try? FileIO.readWholeFile(path) else { return (.missing("unreadable"), 0, nil) }
+    private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool, io: FileIO) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
+        guard let file = try? io.readWholeFile(path) else { return (.missing("unreadable"), 0, nil) }
         return file.withUnsafeBytes { bytes in
             let header = try? LooseBlobFormat.parseHeader(bytes).get()
             switch LooseBlobFormat.decode(file: bytes, expecting: nil) {
@@ -196,7 +200,7 @@ struct CacheChecker {
     private mutating func checkPacks(_ segments: [(number: UInt32, path: FilePath)], index: CacheIndex?, packs: FilePath) {
         var present = Set<UInt32>()
         for (number, path) in segments {
-            guard let image = try? FileIO.readWholeFile(path) else { continue }
+            guard let image = try? io.readWholeFile(path) else { continue }
             present.insert(number)
             if let problem = image.withUnsafeBytes({ PackFormat.checkSegmentHeader($0, number: number) }) {
                 error("pack-corrupt", "-", path, problem)
@@ -236,7 +240,7 @@ struct CacheChecker {
     }
 
     private mutating func checkTotals(_ index: CacheIndex) {
-        let journal = directory.appending("journal")
+        let journal = files.journal
         if let max = limits.maxStoredBytes, index.storedBytes > max {
             error("over-limit", "-", journal, "\(index.storedBytes) stored bytes exceed the limit of \(max)")
         }

@@ -32,6 +32,8 @@ extension BlobCache {
         /// Journal growth past the index snapshot after which a clean close rewrites it
         /// (internal: tests lower it to exercise snapshots on small caches).
         var snapshotThreshold: Int64 = 64 * 1024
+        /// The file system every call goes through (internal: tests inject faults with it).
+        var fileSystem: any FileSystem = PosixFileSystem()
 
         /// The default configuration: LZ4, no limits beyond the directory's saved ones, no expiry.
         ///

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Synchronization
 
 /// The wall clock a cache reads for creation, access and expiry times. Inject a `ManualClock`
 /// in tests to expire entries without sleeping.
@@ -30,11 +29,11 @@ public struct SystemClock: CacheClock {
 ///     let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000_000))
 ///     clock.advance(by: .seconds(61))
 public final class ManualClock: CacheClock {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     /// Starts the clock at `start`.
     public init(start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     public func now() -> Date { current.withLock { $0 } }

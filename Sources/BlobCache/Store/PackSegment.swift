@@ -21,17 +21,22 @@ final class PackSegment: Sendable {
     /// Read-only and never remapped, so sharing it across threads is safe.
     nonisolated(unsafe) private let mapping: UnsafeRawBufferPointer?
 
-    init(number: UInt32, path: FilePath, descriptor: FileDescriptor, mappedLength: Int) {
+    private let io: FileIO
+
+    /// Takes `descriptor` over (closed with the segment). Without a mapping (mmap failed)
+    /// every read goes through `pread`.
+    init(number: UInt32, path: FilePath, descriptor: FileDescriptor, mappedLength: Int, io: FileIO) {
         self.number = number
         self.path = path
         self.descriptor = descriptor
-        let base = mappedLength > 0 ? mmap(nil, mappedLength, PROT_READ, MAP_SHARED, descriptor.rawValue, 0) : nil
-        mapping = base.flatMap { $0 == MAP_FAILED ? nil : UnsafeRawBufferPointer(start: $0, count: mappedLength) }
+        self.io = io
+        let base = mappedLength > 0 ? try? io.system.map(descriptor, length: mappedLength, shared: true, populate: false) : nil
+        mapping = base.map { UnsafeRawBufferPointer(start: $0, count: mappedLength) }
     }
 
     deinit {
-        if let mapping { munmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress!), mapping.count) }
-        try? descriptor.close()
+        if let mapping { io.system.unmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress!), length: mapping.count) }
+        io.close(descriptor)
     }
 
     /// Reads and checks the record at `offset`, returning the value's bytes; `writtenEnd` is
@@ -43,7 +48,7 @@ final class PackSegment: Sendable {
             return PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<Int(offset) + length]),
                                      expecting: info)
         }
-        let record = try FileIO.read(descriptor, count: length, at: Int64(offset), path: path)
+        let record = try io.read(descriptor, count: length, at: Int64(offset), path: path)
         return record.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info) }
     }
 }

@@ -6,8 +6,12 @@ extension BlobCache {
     ///
     ///     let saved = try BlobCache.defaultLimits(in: "/var/cache/app")
     public static func defaultLimits(in directory: String) throws -> Limits {
-        let path = FilePath(directory).appending("config")
-        guard let bytes = try FileIO.readWholeFile(path) else { return Limits() }
+        try defaultLimits(in: CacheFiles(root: FilePath(directory)), io: .posix)
+    }
+
+    static func defaultLimits(in files: CacheFiles, io: FileIO) throws -> Limits {
+        let path = files.config
+        guard let bytes = try io.readWholeFile(path) else { return Limits() }
         var limits = Limits()
         for (number, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n").enumerated() {
             let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
@@ -30,16 +34,10 @@ extension BlobCache {
     ///
     ///     try BlobCache.saveDefaultLimits(.init(maxStoredBytes: 2_000_000_000), in: "/var/cache/app")
     public static func saveDefaultLimits(_ limits: Limits, in directory: String) throws {
-        let path = FilePath(directory).appending("config")
+        let path = CacheFiles(root: FilePath(directory)).config
         var text = "# BlobCache default limits (bytes on disk of live blobs; entries)\n"
         if let size = limits.maxStoredBytes { text += "max-size = \(size)\n" }
         if let entries = limits.maxEntries { text += "max-entries = \(entries)\n" }
-        let temporary = FilePath(path.string + ".tmp")
-        let fd = try FileIO.open(temporary, .writeOnly, options: [.create, .truncate],
-                                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
-        defer { try? fd.close() }
-        try Array(text.utf8).withUnsafeBytes { try FileIO.writeAll(fd, $0, at: 0, path: temporary) }
-        try FileIO.sync(fd, path: temporary)
-        try FileIO.rename(temporary, to: path)
+        _ = try Array(text.utf8).withUnsafeBytes { try FileIO.posix.replaceAtomically(path, with: $0, durable: true) }
     }
 }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A few reusable native compression contexts, so each call pays neither allocation nor set-up.
 ///
@@ -7,7 +6,7 @@ final class ContextPool: Sendable {
     /// A native context; `@unchecked Sendable` because one is used by one call at a time.
     private struct Handle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
 
-    private let idle = Mutex<[Handle]>([])
+    private let idle = Locked<[Handle]>([])
     private let make: @Sendable () -> UnsafeMutableRawPointer?
     private let destroy: @Sendable (UnsafeMutableRawPointer) -> Void
     private let capacity: Int

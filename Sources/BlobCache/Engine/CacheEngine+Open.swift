@@ -3,15 +3,17 @@ import SystemPackage
 extension CacheEngine {
     /// Opens the cache state in `directory` (which the caller has locked): replays the journal,
     /// repairs what a crash can leave, drops expired entries and trims to the limits.
-    static func open(directory: FilePath, configuration: BlobCache.Configuration,
+    static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration,
                      limits: BlobCache.Limits) throws -> (CacheEngine, BlobCache.OpenReport) {
         let synchronous = configuration.durability == .powerLossSafe
-        let store = try BlobStore(root: directory, packThreshold: configuration.packThreshold,
+        let store = try BlobStore(files: files, io: io,
                                   segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
                                   synchronous: synchronous)
-        let journalPath = directory.appending("journal")
-        try FileIO.remove(FilePath(journalPath.string + ".tmp"))
-        try FileIO.remove(FilePath(snapshotPath(in: directory).string + ".tmp"))
+        let pipeline = BlobPipeline(files: files, io: io, codec: configuration.codec,
+                                    packThreshold: configuration.packThreshold, durability: configuration.durability)
+        let journalPath = files.journal
+        try io.remove(CacheFiles.temporary(for: journalPath))
+        try io.remove(CacheFiles.temporary(for: files.snapshot))
         var report = BlobCache.OpenReport()
         let clock = configuration.clock
         let now = Nanoseconds.from(clock.now())
@@ -19,28 +21,28 @@ extension CacheEngine {
         var journal: JournalFile?
         var rebuild: String?
         var snapshotCoverage: Int64?
-        if let fd = try FileIO.openIfExists(journalPath, .readWrite) {
-            var image = try FileIO.read(fd, count: JournalFormat.headerSize, at: 0, path: journalPath)
+        if let fd = try io.openIfExists(journalPath, .readWrite) {
+            var image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: journalPath)
             let header = image.withUnsafeBytes { JournalFormat.decodeHeader($0) }
             switch header {
             case .failure(.newerVersion(let version)):
-                try? fd.close()
+                io.close(fd)
                 throw BlobCacheError.unsupportedFormat(path: journalPath.string, version: version)
             case .failure(.damaged(let reason)):
-                try? fd.close()
+                io.close(fd)
                 rebuild = reason
             case .success(let header):
-                let fileSize = try FileIO.fileSize(fd, path: journalPath)
+                let fileSize = try io.fileSize(fd, path: journalPath)
                 // With a snapshot that matches, only the records after it are read and replayed.
                 var start = Int64(JournalFormat.headerSize), priorRecords = 0
-                if let snapshot = try restoreSnapshot(in: directory, journalSalt: header.salt, journalSize: fileSize) {
+                if let snapshot = try restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize) {
                     index = snapshot.index
                     start = snapshot.header.journalLength
                     priorRecords = snapshot.header.journalRecords
                     snapshotCoverage = start
                     report.restoredFromSnapshot = true
                 }
-                image = try FileIO.read(fd, count: Int(fileSize - start), at: start, path: journalPath)
+                image = try io.read(fd, count: Int(fileSize - start), at: start, path: journalPath)
                 let walk = image.withUnsafeBytes { records in
                     if !report.restoredFromSnapshot {
                         // Size the index once for the records there are (a compacted journal has one per
@@ -56,13 +58,13 @@ extension CacheEngine {
                 switch walk.end {
                 case .clean: break
                 case .tornTail(let validEnd):
-                    try FileIO.truncate(fd, to: Int64(validEnd), path: journalPath)
+                    try io.truncate(fd, to: Int64(validEnd), path: journalPath)
                     size = Int64(validEnd)
                     report.recovery = .truncatedTornTail(at: validEnd, bytesCut: Int(fileSize) - validEnd)
                 case .corrupt(let offset, let reason):
                     report.recovery = .stoppedAtCorruption(offset: offset, reason: reason)
                 }
-                journal = JournalFile(path: journalPath, descriptor: fd, header: header, size: size,
+                journal = JournalFile(path: journalPath, io: io, descriptor: fd, header: header, size: size,
                                       recordCount: priorRecords + walk.records, synchronous: synchronous)
             }
         } else if directoryHoldsBlobs(store) {
@@ -74,8 +76,8 @@ extension CacheEngine {
             report.recovery = .rebuiltFromBlobs(reason: reason, adopted: adoption.adopted, removed: adoption.removed)
         }
         let engine = CacheEngine(
-            directory: directory, store: store,
-            journal: try journal ?? JournalFile.fresh(at: journalPath, created: now, synchronous: synchronous),
+            files: files, io: io, pipeline: pipeline, store: store,
+            journal: try journal ?? JournalFile.fresh(at: journalPath, io: io, created: now, synchronous: synchronous),
             limits: limits, clock: clock,
             accessInterval: Nanoseconds.from(configuration.accessJournalInterval))
         engine.index = index
@@ -85,26 +87,23 @@ extension CacheEngine {
             try engine.compactJournal()
         }
         try engine.trimNewestSegment()
-        report.expiredAtOpen = try engine.removeExpired()
         let evictionsBefore = engine.counters.evictions
-        try engine.evictToLimits()
+        report.expiredAtOpen = try engine.perform { engine.removeExpired() }
         report.evictedAtOpen = engine.counters.evictions - evictionsBefore
-        try engine.journal.flush()
-        try engine.compactJournalIfRedundant()
         engine.counters = BlobCache.Counters()
-        engine.savedCounters = .saved(in: directory)
+        engine.savedCounters = .saved(in: files, io: io)
         return (engine, report)
     }
 
-    /// Segment size: 1/16 of the byte cap (so dead space stays a small part of it), between
-    /// 1 MiB and the configured limit.
+    /// Segment size: 1/16 of the byte cap (so that the newest segment, which GC does not
+    /// touch, stays a small part of it), between 64 KiB and the configured limit.
     private static func segmentLimit(configuration: BlobCache.Configuration, limits: BlobCache.Limits) -> Int {
         guard let cap = limits.maxStoredBytes else { return configuration.packSegmentLimit }
-        return min(configuration.packSegmentLimit, max(1 << 20, cap / 16))
+        return min(configuration.packSegmentLimit, max(64 << 10, cap / 16))
     }
 
     private static func directoryHoldsBlobs(_ store: BlobStore) -> Bool {
-        !store.segments.isEmpty || !FileIO.listDirectory(store.objects).isEmpty
+        !store.segments.isEmpty || !store.io.listDirectory(store.files.objects).isEmpty
     }
 
     /// Cuts the newest segment back to the end of its last live record, dropping a torn or
@@ -129,6 +128,7 @@ extension CacheEngine {
     /// content-addressed entry (readable by id, evictable), and everything else is removed.
     private static func adoptBlobs(in store: BlobStore, into index: inout CacheIndex, now: Int64)
         throws -> (adopted: Int, removed: Int) {
+        let io = store.io
         var adopted = 0, removed = 0
         func adopt(_ info: BlobInfo) {
             guard index.blob(info.id) == nil else { return }
@@ -136,22 +136,22 @@ extension CacheEngine {
                                      created: now, expiry: Nanoseconds.never, access: now), orderJournaled: true)
             adopted += 1
         }
-        let scan = DirectoryScan(objects: store.objects, packs: store.packs)
+        let scan = DirectoryScan(files: store.files, io: store.io)
         for (id, path) in scan.looseBlobs {
-            if let info = try verifiedLooseBlob(id, at: path) {
+            if let info = try verifiedLooseBlob(id, at: path, io: io) {
                 adopt(info)
             } else {
-                try FileIO.remove(path)
+                try io.remove(path)
                 removed += 1
             }
         }
-        for path in scan.temporaryFiles + scan.unknownFiles where !FileIO.isDirectory(path) {
-            try FileIO.remove(path)
+        for path in scan.temporaryFiles + scan.unknownFiles where !io.isDirectory(path) {
+            try io.remove(path)
             removed += 1
         }
         for number in store.segments.keys.sorted() {
             let segment = store.segments[number]!
-            guard let image = try FileIO.readWholeFile(segment.path) else { continue }
+            guard let image = try io.readWholeFile(segment.path) else { continue }
             image.withUnsafeBytes { bytes in
                 guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
                 _ = PackScanner.scan(bytes) { offset, header, result in
@@ -169,8 +169,8 @@ extension CacheEngine {
     }
 
     /// Reads and fully verifies (MD5 included) a loose blob; `nil` when it is damaged.
-    private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath) throws -> BlobInfo? {
-        guard let file = try FileIO.readWholeFile(path) else { return nil }
+    private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, io: FileIO) throws -> BlobInfo? {
+        guard let file = try io.readWholeFile(path) else { return nil }
         return file.withUnsafeBytes { bytes -> BlobInfo? in
             guard case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil),
                   BlobID(hashing: value) == id,
@@ -181,59 +181,3 @@ extension CacheEngine {
     }
 }
 
-extension CacheIndex {
-    /// Applies one replayed journal record.
-    mutating func apply(_ record: JournalRecord) {
-        switch record {
-        case .set(let entry):
-            upsert(entry, orderJournaled: true)
-        case .access(let key, let time):
-            if let slot = slot(of: key) { touch(slot: slot, at: time, journaled: true) }
-        case .remove(let key, _):
-            if let slot = slot(of: key) { remove(slot: slot) }
-        case .removeAll(let includingPinned):
-            _ = removeAll(includingPinned: includingPinned)
-        case .relocate(let blob):
-            relocate(blob)
-        }
-    }
-}
-
-extension JournalFile {
-    /// Creates a new, empty journal at `path`.
-    static func fresh(at path: FilePath, created: Int64, synchronous: Bool) throws -> JournalFile {
-        let written = try write([], to: path, created: created)
-        return JournalFile(path: path, descriptor: written.descriptor, header: written.header, size: written.size,
-                           recordCount: 0, synchronous: synchronous)
-    }
-}
-
-/// Walks the records of a pack segment image in order, until the end or the first record
-/// whose header cannot be parsed (after which no record boundary can be trusted).
-enum PackScanner {
-    static func scan(_ image: UnsafeRawBufferPointer,
-                     _ visit: (_ offset: Int, _ header: PackFormat.RecordHeader, _ result: Result<[UInt8], BlobDamage>) -> Void)
-        -> (end: Int, problem: BlobDamage?) {
-        var offset = PackFormat.segmentHeaderSize
-        while offset < image.count {
-            let rest = UnsafeRawBufferPointer(rebasing: image[offset...])
-            guard case .success(let header) = PackFormat.parseRecordHeader(rest) else {
-                return (offset, PackFormat.parseRecordHeader(rest).failureValue)
-            }
-            let length = PackFormat.recordHeaderSize + header.payloadLength
-            guard length <= rest.count else {
-                return (offset, .truncated("record at \(offset) needs \(length) bytes, \(rest.count) remain"))
-            }
-            visit(offset, header, PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: rest[0..<length]), expecting: nil))
-            offset += length
-        }
-        return (offset, nil)
-    }
-}
-
-extension Result {
-    var failureValue: Failure? {
-        if case .failure(let failure) = self { return failure }
-        return nil
-    }
-}

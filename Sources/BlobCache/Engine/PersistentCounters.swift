@@ -23,20 +23,15 @@ extension BlobCache.Counters {
 
     /// The lifetime counts saved in `DIR/stats` at each clean close (zero when absent or unreadable:
     /// they are statistics, never worth failing an open for).
-    static func saved(in directory: FilePath) -> Self {
-        guard let bytes = try? FileIO.readWholeFile(directory.appending("stats")),
+    static func saved(in files: CacheFiles, io: FileIO) -> Self {
+        guard let bytes = try? io.readWholeFile(files.stats),
               let counters = try? JSONDecoder().decode(Self.self, from: Data(bytes)) else { return Self() }
         return counters
     }
 
     /// Saves lifetime counts in `DIR/stats` (atomically).
-    func save(in directory: FilePath) throws {
-        let path = directory.appending("stats"), temporary = directory.appending("stats.tmp")
+    func save(in files: CacheFiles, io: FileIO) throws {
         let bytes = Array(try JSONEncoder().encode(self))
-        let fd = try FileIO.open(temporary, .writeOnly, options: [.create, .truncate],
-                                 permissions: [.ownerReadWrite, .groupRead, .otherRead])
-        defer { try? fd.close() }
-        try bytes.withUnsafeBytes { try FileIO.writeAll(fd, $0, at: 0, path: temporary) }
-        try FileIO.rename(temporary, to: path)
+        _ = try bytes.withUnsafeBytes { try io.replaceAtomically(files.stats, with: $0, durable: false) }
     }
 }

@@ -1,0 +1,275 @@
+import SystemPackage
+
+/// The cache's mutable state and every operation on it that must be atomic: index, journal,
+/// pack appends, publishing and deleting blobs. Lives inside the `BlobCache` lock; never
+/// hashes or compresses (callers do that first, outside the lock, with `pipeline`).
+///
+/// Every operation runs through `perform`, which ends it one way (docs/RELIABILITY.md):
+/// evict to the limits, write the journal records (fsynced as the durability mode promises),
+/// only then delete what the records made unneeded, then collect pack garbage and compact
+/// the journal when due. Nothing is destroyed before the records that make it safe are down.
+/// `@unchecked Sendable`: it is only ever touched inside the owning `BlobCache`'s lock.
+final class CacheEngine: @unchecked Sendable {
+    let files: CacheFiles
+    let io: FileIO
+    let pipeline: BlobPipeline
+    var index = CacheIndex()
+    let store: BlobStore
+    var journal: JournalFile
+    var limits: BlobCache.Limits
+    let clock: any CacheClock
+    let accessInterval: Int64
+    /// This session's counts; `lifetimeCounters` adds those saved by earlier sessions.
+    var counters = BlobCache.Counters()
+    var savedCounters = BlobCache.Counters()
+    /// Journal bytes the snapshot file on disk reflects; `nil` when there is none that matches.
+    var snapshotCoverage: Int64?
+    var snapshotThreshold: Int64 = 64 * 1024
+    var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
+
+    /// What the running operation deletes once its journal records are down.
+    private var disposals: [Disposal] = []
+    /// Whether those deletions destroy data that was durable (a moved record's old copy), so
+    /// that the new copies and the journal must be fsynced first whatever the durability mode.
+    private var disposalsDestroyDurableData = false
+
+    /// Something an operation deletes at its end.
+    enum Disposal: Equatable {
+        /// A loose blob file no entry uses.
+        case looseBlob(BlobID)
+        /// A pack segment none of whose records is live.
+        case segment(UInt32)
+    }
+
+    init(files: CacheFiles, io: FileIO, pipeline: BlobPipeline, store: BlobStore, journal: JournalFile,
+         limits: BlobCache.Limits, clock: any CacheClock, accessInterval: Int64) {
+        self.files = files
+        self.io = io
+        self.pipeline = pipeline
+        self.store = store
+        self.journal = journal
+        self.limits = limits
+        self.clock = clock
+        self.accessInterval = accessInterval
+    }
+
+    func now() -> Int64 { Nanoseconds.from(clock.now()) }
+
+    // MARK: The commit path
+
+    /// Runs one operation and ends it: eviction, the journal write (and fsync per the
+    /// durability mode), the deletions the operation queued, pack GC and journal compaction
+    /// when due. A failure in the body still commits what the body already changed.
+    func perform<T>(_ body: () throws -> T) throws -> T {
+        let outcome = Result { try body() }
+        try commit()
+        return try outcome.get()
+    }
+
+    /// Ends an operation; see `perform`.
+    private func commit() throws {
+        evictToLimits()
+        try commitRecords()
+        try collectPackGarbageIfWorthIt()
+        try compactJournalIfRedundant()
+    }
+
+    /// Writes the pending records and then performs the queued deletions. When a deletion
+    /// destroys a durable copy, every appended record and the journal are fsynced first; a
+    /// failure anywhere before drops the deletions (their files stay, harmless: compact and
+    /// fsck --repair sweep them).
+    func commitRecords() throws {
+        let due = disposals, durable = disposalsDestroyDurableData
+        disposals.removeAll()
+        disposalsDestroyDurableData = false
+        if durable { try store.syncAll() }
+        try journal.flush()
+        if durable { try journal.sync() }
+        for disposal in due {
+            switch disposal {
+            case .looseBlob(let id):
+                // Stored again by this very operation (a re-set of the same bytes): keep it.
+                if let blob = index.blob(id), case .loose = blob.info.place { continue }
+                try? store.deleteLoose(id)
+            case .segment(let number):
+                try? store.deleteSegment(number)
+            }
+        }
+    }
+
+    /// Queues a deletion for the end of the operation.
+    func dispose(_ disposal: Disposal, destroysDurableData: Bool = false) {
+        disposals.append(disposal)
+        if destroysDurableData { disposalsDestroyDurableData = true }
+    }
+
+    /// Queues the deletion of a blob no entry refers to any more. A packed blob's record just
+    /// becomes dead space until pack garbage collection.
+    func release(_ blob: BlobInfo?) {
+        if let blob, case .loose = blob.place { dispose(.looseBlob(blob.id)) }
+    }
+
+    // MARK: Set
+
+    /// Points `key` at a blob the index already holds; `false` when it does not hold it.
+    func setExisting(key: String, id: BlobID, expiryRule: Expiry, pinned: Bool) throws -> Bool {
+        guard let blob = index.blob(id) else { return false }
+        try checkRoom(for: blob.info, key: key)
+        link(key: key, blob: blob.info, expiryRule: expiryRule, pinned: pinned)
+        counters.deduplicatedSets += 1
+        return true
+    }
+
+    /// Publishes a newly prepared blob (renaming its staged file, or appending its pack record)
+    /// and points `key` at it; returns whether it was published. When another set stored the
+    /// same blob meanwhile, that blob is shared (and the caller discards its staged file).
+    @discardableResult
+    func setNew(key: String, blob prepared: PreparedBlob, staged: StagedLooseBlob?, expiryRule: Expiry, pinned: Bool) throws -> Bool {
+        if try setExisting(key: key, id: prepared.id, expiryRule: expiryRule, pinned: pinned) { return false }
+        var info = prepared.info
+        try checkRoom(for: info, key: key)
+        if let staged {
+            try store.publish(staged)
+        } else {
+            info.place = try store.append(prepared)
+        }
+        link(key: key, blob: info, expiryRule: expiryRule, pinned: pinned)
+        return true
+    }
+
+    /// The entry update shared by both kinds of set: index and journal record.
+    private func link(key: String, blob: BlobInfo, expiryRule: Expiry, pinned: Bool) {
+        let time = now()
+        let record = EntryRecord(key: key, blob: blob, pinned: pinned, created: time,
+                                 expiry: expiryRule.deadline(from: time), access: time)
+        release(index.upsert(record, orderJournaled: true))
+        journal.append(.set(record))
+        counters.sets += 1
+    }
+
+    /// Refuses a set that could never fit: a value over the byte cap, or pinned entries (which
+    /// eviction cannot touch) that would exceed a cap together with this one.
+    private func checkRoom(for blob: BlobInfo, key: String) throws {
+        let replacedSlot = index.slot(of: key)
+        let replaced = replacedSlot.map { index.entry(at: $0) }
+        if replacedSlot == nil, !index.hasRoom(forKeyOf: key.utf8.count) {
+            throw BlobCacheError.invalidKey(reason: "the cache's keys would take more than 4 GiB in all")
+        }
+        if let max = limits.maxStoredBytes {
+            if blob.footprint > max { throw BlobCacheError.valueTooLarge(storedBytes: blob.footprint, limit: max) }
+            var floor = index.pinnedStoredBytes
+            if (index.blob(blob.id)?.pinnedReferences ?? 0) == 0 { floor += blob.footprint }
+            if let replacedSlot, let replaced, replaced.pinned, case let old = index.blob(ofEntry: replacedSlot), old.id != blob.id,
+               old.pinnedReferences == 1 {
+                floor -= old.info.footprint
+            }
+            if floor > max {
+                throw BlobCacheError.pinnedEntriesExceedLimit(
+                    detail: "pinned entries hold \(index.pinnedStoredBytes) bytes; with this value \(floor) > \(max)")
+            }
+        }
+        if let max = limits.maxEntries {
+            let floor = index.pinnedEntries + 1 - ((replaced?.pinned ?? false) ? 1 : 0)
+            if floor > max {
+                throw BlobCacheError.pinnedEntriesExceedLimit(detail: "\(index.pinnedEntries) pinned entries; the limit is \(max) entries")
+            }
+        }
+    }
+
+    // MARK: Get
+
+    /// What a reader needs to fetch a value outside the lock.
+    struct ReadTicket: Sendable {
+        let info: BlobInfo
+        let location: BlobStore.Location?
+    }
+
+    /// Looks a key up for reading: a miss for absent or expired keys (expired ones are removed
+    /// now), else marks the access and returns where the bytes are.
+    func beginRead(key: String) -> ReadTicket? {
+        guard let slot = index.slot(of: key) else {
+            counters.misses += 1
+            return nil
+        }
+        let entry = index.entry(at: slot)
+        let time = now()
+        if entry.expiry <= time {
+            remove(slot: slot, reason: .expired)
+            counters.misses += 1
+            return nil
+        }
+        let journaled = time - entry.journaledAccess >= accessInterval
+        index.touch(slot: slot, at: time, journaled: journaled)
+        if journaled { journal.append(.access(key: key, time: time)) }
+        counters.hits += 1
+        let info = index.blob(at: entry.blob).info
+        return ReadTicket(info: info, location: store.location(of: info))
+    }
+
+    /// Looks a blob up by id for reading.
+    func beginRead(id: BlobID) -> ReadTicket? {
+        guard let blob = index.blob(id) else { return nil }
+        return ReadTicket(info: blob.info, location: store.location(of: blob.info))
+    }
+
+    /// What a read that failed its checks outside the lock comes to.
+    enum ReadRecovery {
+        /// The blob reads fine now: the failure saw it while it was being removed and stored again.
+        case value([UInt8])
+        /// The blob is no longer stored (removed or evicted meanwhile).
+        case miss
+        /// The blob is damaged: its entries were dropped (reason repair).
+        case damaged(BlobCacheError)
+    }
+
+    /// Handles a blob that failed its checks on read. The failure is trusted only if the blob
+    /// still fails when read again under the lock, where nothing can remove or re-add it: a
+    /// reader whose blob was deleted and stored again between its ticket and its open must not
+    /// drop the new, good copy.
+    func blobFailed(_ info: BlobInfo) throws -> ReadRecovery {
+        guard let current = index.blob(info.id) else {
+            counters.hits -= 1
+            counters.misses += 1
+            return .miss
+        }
+        let damage: BlobDamage
+        switch try pipeline.read(current.info, at: store.location(of: current.info)) {
+        case .success(let value): return .value(value)
+        case .failure(let failure): damage = failure
+        }
+        var slots: [Int32] = []
+        for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { slots.append(slot) }
+        for slot in slots { remove(slot: slot, reason: .repair) }
+        counters.corruptReads += 1
+        counters.hits -= 1
+        counters.misses += 1
+        return .damaged(.corruptBlob(id: info.id, path: store.describe(current.info), reason: damage.detail))
+    }
+
+    // MARK: Remove
+
+    /// Drops one entry, journaling why; its blob goes at the end of the operation if that was
+    /// its last reference.
+    func remove(slot: Int32, reason: RemovalReason) {
+        index.withKeyBytes(at: slot) { journal.appendRemove(keyBytes: $0, reason: reason) }
+        release(index.remove(slot: slot))
+        switch reason {
+        case .evicted: counters.evictions += 1
+        case .expired: counters.expirations += 1
+        case .explicit, .repair: break
+        }
+    }
+
+    /// Evicts least recently used unpinned entries until the totals are within the limits.
+    func evictToLimits() {
+        while isOverLimits, index.oldest >= 0 {
+            remove(slot: index.oldest, reason: .evicted)
+        }
+    }
+
+    var isOverLimits: Bool {
+        if let max = limits.maxStoredBytes, index.storedBytes > max { return true }
+        if let max = limits.maxEntries, index.entryCount > max { return true }
+        return false
+    }
+}

@@ -1,0 +1,220 @@
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file operations the cache needs, over a `FileSystem`, each turning failure into a
+/// `BlobCacheError` that names the path. Thin on purpose: one call (or one loop of them) each.
+/// Everything under the cache directory is read and written through one of these.
+///
+///     let io = FileIO(PosixFileSystem())
+///     let bytes = try io.readWholeFile(path)
+struct FileIO: Sendable {
+    let system: any FileSystem
+
+    init(_ system: any FileSystem) { self.system = system }
+
+    /// The real file system.
+    static let posix = FileIO(PosixFileSystem())
+
+    /// Opens `path` (close-on-exec).
+    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode,
+              options: FileDescriptor.OpenOptions = [], permissions: FilePermissions? = nil) throws -> FileDescriptor {
+        do {
+            return try system.open(path, mode, options: options.union(.closeOnExec), permissions: permissions)
+        } catch {
+            throw BlobCacheError.io(operation: "open", path: path.string, errno: error)
+        }
+    }
+
+    /// Creates a file that must not exist yet, for writing.
+    func create(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .writeOnly) throws -> FileDescriptor {
+        try open(path, mode, options: [.create, .exclusiveCreate], permissions: Self.filePermissions)
+    }
+
+    /// Opens `path` (for reading unless told); `nil` when it does not exist.
+    func openIfExists(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .readOnly) throws -> FileDescriptor? {
+        do {
+            return try system.open(path, mode, options: .closeOnExec, permissions: nil)
+        } catch .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw BlobCacheError.io(operation: "open", path: path.string, errno: error)
+        }
+    }
+
+    /// Closes a descriptor.
+    func close(_ fd: FileDescriptor) { system.close(fd) }
+
+    /// Writes all of `bytes` at `offset`.
+    func writeAll(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: FilePath) throws {
+        var written = 0
+        while written < bytes.count {
+            do throws(Errno) {
+                let n = try system.write(fd, UnsafeRawBufferPointer(rebasing: bytes[written...]), at: offset + Int64(written))
+                guard n > 0 else { throw Errno.ioError }
+                written += n
+            } catch {
+                throw BlobCacheError.io(operation: "write", path: path.string, errno: error)
+            }
+        }
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at end of file.
+    func read(_ fd: FileDescriptor, count: Int, at offset: Int64, path: FilePath) throws -> [UInt8] {
+        var filled = 0
+        var failure: Errno?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
+            let raw = UnsafeMutableRawBufferPointer(storage)
+            while filled < count {
+                do throws(Errno) {
+                    let n = try system.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]),
+                                            at: offset + Int64(filled))
+                    if n == 0 { break }
+                    filled += n
+                } catch {
+                    failure = error
+                    break
+                }
+            }
+            initialized = filled
+        }
+        if let failure { throw BlobCacheError.io(operation: "read", path: path.string, errno: failure) }
+        return bytes
+    }
+
+    /// Reads a whole file; `nil` when it does not exist.
+    func readWholeFile(_ path: FilePath) throws -> [UInt8]? {
+        guard let fd = try openIfExists(path) else { return nil }
+        defer { close(fd) }
+        let size = try fileSize(fd, path: path)
+        return try read(fd, count: Int(size), at: 0, path: path)
+    }
+
+    /// The size of an open file.
+    func fileSize(_ fd: FileDescriptor, path: FilePath) throws -> Int64 {
+        do { return Int64(try system.status(fd).st_size) } catch {
+            throw BlobCacheError.io(operation: "stat", path: path.string, errno: error)
+        }
+    }
+
+    /// The status of `path` (a link is not followed), or `nil` when it cannot be had.
+    func status(_ path: FilePath) -> stat? { try? system.status(path) }
+
+    /// Flushes a file's data and metadata to stable storage.
+    func sync(_ fd: FileDescriptor, path: FilePath) throws {
+        do { try system.sync(fd) } catch {
+            throw BlobCacheError.io(operation: "fsync", path: path.string, errno: error)
+        }
+    }
+
+    /// Flushes a directory's entries (new, renamed or removed names) to stable storage.
+    func syncDirectory(_ path: FilePath) throws {
+        let fd = try open(path, .readOnly, options: .directory)
+        defer { close(fd) }
+        try sync(fd, path: path)
+    }
+
+    /// Cuts a file to `length` bytes.
+    func truncate(_ fd: FileDescriptor, to length: Int64, path: FilePath) throws {
+        do { try system.truncate(fd, to: length) } catch {
+            throw BlobCacheError.io(operation: "truncate", path: path.string, errno: error)
+        }
+    }
+
+    /// Atomically replaces `destination` with `source`.
+    func rename(_ source: FilePath, to destination: FilePath) throws {
+        do { try system.rename(source, to: destination) } catch {
+            throw BlobCacheError.io(operation: "rename", path: source.string + " -> " + destination.string, errno: error)
+        }
+    }
+
+    /// Removes a file; a missing file is not an error. Returns whether it existed.
+    @discardableResult
+    func remove(_ path: FilePath) throws -> Bool {
+        do {
+            try system.unlink(path)
+            return true
+        } catch .noSuchFileOrDirectory {
+            return false
+        } catch {
+            throw BlobCacheError.io(operation: "unlink", path: path.string, errno: error)
+        }
+    }
+
+    /// Removes an empty directory; returns false when it is missing or not empty.
+    @discardableResult
+    func removeDirectory(_ path: FilePath) -> Bool {
+        (try? system.removeDirectory(path)) != nil
+    }
+
+    /// Creates a directory; an existing directory is fine. Returns true when it was created.
+    @discardableResult
+    func makeDirectory(_ path: FilePath) throws -> Bool {
+        do {
+            try system.makeDirectory(path, permissions: Self.directoryPermissions)
+            return true
+        } catch .fileExists where isDirectory(path) {
+            return false
+        } catch {
+            throw BlobCacheError.io(operation: "mkdir", path: path.string, errno: error)
+        }
+    }
+
+    /// The names in a directory (without `.` and `..`); empty when it cannot be listed.
+    func listDirectory(_ path: FilePath) -> [String] {
+        (try? system.listDirectory(path)) ?? []
+    }
+
+    /// Whether `path` names a directory (not a link to one).
+    func isDirectory(_ path: FilePath) -> Bool {
+        guard let info = status(path) else { return false }
+        return (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Whether `path` names a regular file (not a link to one).
+    func isRegularFile(_ path: FilePath) -> Bool {
+        guard let info = status(path) else { return false }
+        return (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// Writes `bytes` to `path` atomically: a temporary file beside it, written whole (and
+    /// fsynced, with the directory after the rename, when `durable`), renamed over `path`.
+    /// A reader sees the old file or the new one, never a part. Every small file the cache
+    /// replaces whole (journal rewrite, snapshot, counters, config) goes through here.
+    func replaceAtomically(_ path: FilePath, with bytes: UnsafeRawBufferPointer, durable: Bool,
+                           keepOpen: Bool = false) throws -> FileDescriptor? {
+        let temporary = CacheFiles.temporary(for: path)
+        _ = try remove(temporary)
+        let fd = try open(temporary, keepOpen ? .readWrite : .writeOnly, options: [.create, .exclusiveCreate],
+                          permissions: Self.filePermissions)
+        do {
+            try writeAll(fd, bytes, at: 0, path: temporary)
+            if durable { try sync(fd, path: temporary) }
+            try rename(temporary, to: path)
+            if durable { try syncDirectory(path.removingLastComponent()) }
+        } catch {
+            close(fd)
+            _ = try? remove(temporary)
+            throw error
+        }
+        if keepOpen { return fd }
+        close(fd)
+        return nil
+    }
+
+    /// Maps `length` bytes of a file read-only; see `FileSystem.map`.
+    func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool, path: FilePath) throws -> UnsafeMutableRawPointer {
+        do { return try system.map(fd, length: length, shared: shared, populate: populate) } catch {
+            throw BlobCacheError.io(operation: "mmap", path: path.string, errno: error)
+        }
+    }
+
+    /// Files the cache creates: owner read-write, group and others read.
+    static let filePermissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead]
+    static let directoryPermissions: FilePermissions = [.ownerReadWriteExecute, .groupReadExecute, .otherReadExecute]
+}

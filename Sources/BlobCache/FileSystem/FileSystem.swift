@@ -1,0 +1,49 @@
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Every system call the cache makes on its directory, in one place: the seam where tests
+/// inject failures, crashes and power loss (`Tests/BlobCacheTests/Faults/`). Each method is
+/// one call (or one retry-on-EINTR loop) and reports failure as the call's `Errno`; `FileIO`
+/// turns that into a `BlobCacheError` naming the path.
+///
+/// The production implementation is `PosixFileSystem`. An implementation must be safe to call
+/// from any thread: reads run outside the cache's lock.
+protocol FileSystem: Sendable {
+    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
+              permissions: FilePermissions?) throws(Errno) -> FileDescriptor
+    /// Closes a descriptor. Not a fault point: closing changes nothing on disk.
+    func close(_ fd: FileDescriptor)
+    func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int
+    func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int
+    /// `fsync`: the file's data and metadata (a directory's entries, for a directory).
+    func sync(_ fd: FileDescriptor) throws(Errno)
+    /// `fdatasync`: the file's data and the size that reads it back.
+    func syncData(_ fd: FileDescriptor) throws(Errno)
+    func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno)
+    func rename(_ source: FilePath, to destination: FilePath) throws(Errno)
+    func unlink(_ path: FilePath) throws(Errno)
+    func makeDirectory(_ path: FilePath, permissions: FilePermissions) throws(Errno)
+    func removeDirectory(_ path: FilePath) throws(Errno)
+    /// The names in a directory, without `.` and `..`.
+    func listDirectory(_ path: FilePath) throws(Errno) -> [String]
+    /// `lstat`: a symbolic link is described, not followed.
+    func status(_ path: FilePath) throws(Errno) -> stat
+    func status(_ fd: FileDescriptor) throws(Errno) -> stat
+    /// `mmap` of `length` bytes from offset 0, read-only; `shared` sees later writes to the file.
+    func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool) throws(Errno) -> UnsafeMutableRawPointer
+    func unmap(_ address: UnsafeMutableRawPointer, length: Int)
+    /// `flock(LOCK_EX)`, failing with `EWOULDBLOCK` at once unless `wait`.
+    func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno)
+}
+
+/// The kinds of call the seam counts, for fault injection and for reports of what a test ran.
+enum FileSystemCall: String, CaseIterable, Sendable {
+    case open, read, write, sync, syncData, truncate, rename, unlink, makeDirectory, removeDirectory
+    case listDirectory, status, map, lock
+}

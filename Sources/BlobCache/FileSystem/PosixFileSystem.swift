@@ -1,0 +1,103 @@
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system: each method is the POSIX call of its name.
+///
+///     let io = FileIO(PosixFileSystem())
+struct PosixFileSystem: FileSystem {
+    init() {}
+
+    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
+              permissions: FilePermissions?) throws(Errno) -> FileDescriptor {
+        try translating { try FileDescriptor.open(path, mode, options: options, permissions: permissions, retryOnInterrupt: true) }
+    }
+
+    func close(_ fd: FileDescriptor) { try? fd.close() }
+
+    func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try translating { try fd.read(fromAbsoluteOffset: offset, into: buffer, retryOnInterrupt: true) }
+    }
+
+    func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try translating { try fd.write(toAbsoluteOffset: offset, bytes, retryOnInterrupt: true) }
+    }
+
+    func sync(_ fd: FileDescriptor) throws(Errno) { try check(fsync(fd.rawValue)) }
+    func syncData(_ fd: FileDescriptor) throws(Errno) { try check(fdatasync(fd.rawValue)) }
+    func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno) { try check(ftruncate(fd.rawValue, off_t(length))) }
+
+    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
+        try check(source.withPlatformString { from in destination.withPlatformString { to in posixRename(from, to) } })
+    }
+
+    func unlink(_ path: FilePath) throws(Errno) { try check(path.withPlatformString { posixUnlink($0) }) }
+
+    func makeDirectory(_ path: FilePath, permissions: FilePermissions) throws(Errno) {
+        try check(path.withPlatformString { mkdir($0, mode_t(permissions.rawValue)) })
+    }
+
+    func removeDirectory(_ path: FilePath) throws(Errno) { try check(path.withPlatformString { rmdir($0) }) }
+
+    func listDirectory(_ path: FilePath) throws(Errno) -> [String] {
+        guard let dir = path.withPlatformString({ opendir($0) }) else { throw Errno.last }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    func status(_ path: FilePath) throws(Errno) -> stat {
+        var info = stat()
+        try check(path.withPlatformString { lstat($0, &info) })
+        return info
+    }
+
+    func status(_ fd: FileDescriptor) throws(Errno) -> stat {
+        var info = stat()
+        try check(fstat(fd.rawValue, &info))
+        return info
+    }
+
+    func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool) throws(Errno) -> UnsafeMutableRawPointer {
+        let flags = (shared ? MAP_SHARED : MAP_PRIVATE) | (populate ? MAP_POPULATE : 0)
+        guard let base = mmap(nil, length, PROT_READ, flags, fd.rawValue, 0), base != MAP_FAILED else { throw Errno.last }
+        return base
+    }
+
+    func unmap(_ address: UnsafeMutableRawPointer, length: Int) { munmap(address, length) }
+
+    func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno) {
+        var result: Int32
+        repeat {
+            result = flock(fd.rawValue, wait ? LOCK_EX : LOCK_EX | LOCK_NB)
+        } while result != 0 && errno == EINTR
+        try check(result)
+    }
+
+    private func check(_ result: Int32) throws(Errno) {
+        if result != 0 { throw Errno.last }
+    }
+
+    private func translating<T>(_ body: () throws -> T) throws(Errno) -> T {
+        do { return try body() } catch let failure as Errno { throw failure } catch { throw Errno.ioError }
+    }
+}
+
+extension Errno {
+    /// The calling thread's `errno` after a failed call.
+    static var last: Errno { Errno(rawValue: errno) }
+}
+
+private func posixRename(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>) -> Int32 { rename(from, to) }
+private func posixUnlink(_ path: UnsafePointer<CChar>) -> Int32 { unlink(path) }

@@ -1,0 +1,76 @@
+import SystemPackage
+
+/// The work on blobs that runs outside the engine's lock: hash, encode and stage a value being
+/// set; read, check and decode one being got. A value holding what that work needs (the
+/// directory's names, the file system, codec, pack threshold, durability), shared by every
+/// thread of a `BlobCache`.
+///
+///     let blob = pipeline.prepare(bytes)
+///     let staged = blob.packed ? nil : try pipeline.stage(blob)
+struct BlobPipeline: Sendable {
+    let files: CacheFiles
+    let io: FileIO
+    let codec: Codec
+    /// Blobs whose stored size is below this go into packs; 0 packs nothing.
+    let packThreshold: Int
+    let durability: Durability
+
+    /// Whether every write is fsynced before the operation returns.
+    var synchronous: Bool { durability == .powerLossSafe }
+
+    /// Hashes and encodes `value`; a large one is hashed on one core while the others compress.
+    func prepare(_ value: UnsafeRawBufferPointer) -> PreparedBlob {
+        PreparedBlob.hashingAndEncoding(value, codec: codec, packThreshold: packThreshold)
+    }
+
+    /// Encodes `value`, whose id is already known.
+    func prepare(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec? = nil) -> PreparedBlob {
+        PreparedBlob.encoding(value, id: id, codec: codec ?? self.codec, packThreshold: packThreshold)
+    }
+
+    /// Writes a loose blob under a temporary name in its shard directory (fsynced when
+    /// synchronous). A shard directory that a concurrent compaction removed is made again.
+    func stage(_ blob: PreparedBlob) throws -> StagedLooseBlob {
+        let final = files.loosePath(of: blob.id)
+        let temporary = CacheFiles.stagingPath(beside: final)
+        var fd: FileDescriptor?
+        for attempt in 0..<3 where fd == nil {
+            do {
+                fd = try io.create(temporary)
+            } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where attempt < 2 {
+                try io.makeDirectory(final.removingLastComponent().removingLastComponent())
+                try io.makeDirectory(final.removingLastComponent())
+            }
+        }
+        guard let fd else { throw BlobCacheError.io(operation: "create", path: temporary.string, errno: .noSuchFileOrDirectory) }
+        do {
+            try blob.withImage { try io.writeAll(fd, $0, at: 0, path: temporary) }
+            if synchronous { try io.sync(fd, path: temporary) }
+            io.close(fd)
+        } catch {
+            io.close(fd)
+            _ = try? io.remove(temporary)
+            throw error
+        }
+        return StagedLooseBlob(temporary: temporary, final: final)
+    }
+
+    /// Deletes a staged file that will not be published (best effort: a left-over one is
+    /// swept by compact and fsck --repair).
+    func discard(_ staged: StagedLooseBlob?) {
+        if let staged { _ = try? io.remove(staged.temporary) }
+    }
+
+    /// Reads and checks a blob; `.failure` says how it is damaged (or missing).
+    func read(_ info: BlobInfo, at location: BlobStore.Location?) throws -> Result<[UInt8], BlobDamage> {
+        switch location {
+        case nil:
+            return .failure(.missing("its pack segment is gone"))
+        case .loose(let path):
+            guard let file = try io.readWholeFile(path) else { return .failure(.missing("file is missing")) }
+            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+        case .packed(let segment, let offset, let writtenEnd):
+            return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import SystemPackage
+
+/// The blobs of one cache directory as the engine changes them, under its lock: publishing
+/// staged loose files, appending pack records, and deleting what no entry needs any more.
+/// Not thread-safe; readers get a `Location` under the lock and read through `BlobPipeline`.
+final class BlobStore: @unchecked Sendable {
+    let files: CacheFiles
+    let io: FileIO
+    let segmentLimit: Int64
+    let synchronous: Bool
+
+    private(set) var segments: [UInt32: PackSegment] = [:]
+    private var activeSegment: PackSegment?
+    private(set) var activeEnd: Int64 = 0
+    /// Bytes written to each segment (its file size), for the dead-space bound.
+    private(set) var segmentSizes: [UInt32: Int64] = [:]
+    /// Segments appended to since their last fsync, and whether `packs/` gained a name since.
+    private var unsyncedSegments: Set<UInt32> = []
+    private var packsDirectoryUnsynced = false
+
+    /// Opens (creating `objects/` and `packs/` if needed) the blob store of `files`.
+    init(files: CacheFiles, io: FileIO, segmentLimit: Int64, synchronous: Bool) throws {
+        self.files = files
+        self.io = io
+        self.segmentLimit = segmentLimit
+        self.synchronous = synchronous
+        try io.makeDirectory(files.objects)
+        try io.makeDirectory(files.packs)
+        for name in io.listDirectory(files.packs) {
+            guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
+            let path = files.segmentPath(number)
+            guard io.isRegularFile(path) else { continue }
+            let fd = try io.open(path, .readWrite, options: .noFollow)
+            let size = try io.fileSize(fd, path: path)
+            segments[number] = PackSegment(number: number, path: path, descriptor: fd,
+                                           mappedLength: Int(max(size, segmentLimit)), io: io)
+            segmentSizes[number] = size
+        }
+        if let newest = segments.keys.max() {
+            activeSegment = segments[newest]
+            activeEnd = segmentSizes[newest] ?? 0
+        }
+    }
+
+    /// A human-readable location for reports.
+    func describe(_ info: BlobInfo) -> String {
+        switch info.place {
+        case .loose: files.loosePath(of: info.id).string
+        case .packed(let segment, let offset): files.segmentPath(segment).string + "@\(offset)"
+        }
+    }
+
+    // MARK: Writing
+
+    /// Renames a staged blob to its name (under the lock, so it is ordered with deletions).
+    func publish(_ staged: StagedLooseBlob) throws {
+        try io.rename(staged.temporary, to: staged.final)
+        if synchronous { try io.syncDirectory(staged.final.removingLastComponent()) }
+    }
+
+    /// Appends a packed blob's record to the newest segment, starting a new one when full.
+    func append(_ blob: PreparedBlob) throws -> BlobPlace {
+        try blob.withImage { try appendRecord($0) }
+    }
+
+    /// Appends a whole record image; returns its place.
+    func appendRecord(_ image: UnsafeRawBufferPointer) throws -> BlobPlace {
+        let segment = try segmentWithRoom(for: image.count)
+        let offset = activeEnd
+        try io.writeAll(segment.descriptor, image, at: offset, path: segment.path)
+        activeEnd += Int64(image.count)
+        segmentSizes[segment.number] = activeEnd
+        if synchronous {
+            try io.sync(segment.descriptor, path: segment.path)
+        } else {
+            unsyncedSegments.insert(segment.number)
+        }
+        return .packed(segment: segment.number, offset: UInt64(offset))
+    }
+
+    private func segmentWithRoom(for count: Int) throws -> PackSegment {
+        if let active = activeSegment, activeEnd + Int64(count) <= segmentLimit || activeEnd <= PackFormat.segmentHeaderSize {
+            return active
+        }
+        return try startSegment()
+    }
+
+    /// Closes the active segment for appends and starts the next one.
+    @discardableResult
+    func startSegment() throws -> PackSegment {
+        let number = (segments.keys.max() ?? 0) + 1
+        let path = files.segmentPath(number)
+        let fd = try io.open(path, .readWrite, options: [.create, .truncate, .noFollow], permissions: FileIO.filePermissions)
+        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
+        try PackFormat.segmentHeader(number: number).withUnsafeBytes {
+            try io.writeAll(fd, $0, at: 0, path: path)
+        }
+        if synchronous {
+            try io.sync(fd, path: path)
+            try io.syncDirectory(files.packs)
+        } else {
+            unsyncedSegments.insert(number)
+            packsDirectoryUnsynced = true
+        }
+        segments[number] = segment
+        segmentSizes[number] = Int64(PackFormat.segmentHeaderSize)
+        activeSegment = segment
+        activeEnd = Int64(PackFormat.segmentHeaderSize)
+        return segment
+    }
+
+    /// Cuts the newest segment back to `end` (the end of the last record the index knows),
+    /// dropping a torn or unreferenced tail so appends continue from a record boundary.
+    func trimActiveSegment(to end: Int64) throws {
+        guard let active = activeSegment else { return }
+        let end = max(end, Int64(PackFormat.segmentHeaderSize))
+        if activeEnd != end {
+            try io.truncate(active.descriptor, to: end, path: active.path)
+            activeEnd = end
+            segmentSizes[active.number] = end
+        }
+    }
+
+    /// The newest segment's number, if any.
+    var activeSegmentNumber: UInt32? { activeSegment?.number }
+
+    /// Makes every record appended so far, and every new segment's name, durable: what must
+    /// hold before the journal forgets an older copy (pack GC, recompression).
+    func syncAll() throws {
+        for number in unsyncedSegments.sorted() {
+            guard let segment = segments[number] else { continue }
+            try io.sync(segment.descriptor, path: segment.path)
+        }
+        unsyncedSegments.removeAll()
+        if packsDirectoryUnsynced {
+            try io.syncDirectory(files.packs)
+            packsDirectoryUnsynced = false
+        }
+    }
+
+    // MARK: Deleting (only from the engine's deferred list, after the journal allows it)
+
+    /// Deletes a loose blob file, and its shard directories when they are left empty (so that
+    /// a small cache does not keep hundreds of empty directories).
+    func deleteLoose(_ id: BlobID) throws {
+        let path = files.loosePath(of: id)
+        try io.remove(path)
+        let leaf = path.removingLastComponent()
+        if io.removeDirectory(leaf) { io.removeDirectory(leaf.removingLastComponent()) }
+    }
+
+    /// Closes and deletes a segment none of whose records is live any more.
+    func deleteSegment(_ number: UInt32) throws {
+        guard let segment = segments.removeValue(forKey: number) else { return }
+        segmentSizes[number] = nil
+        unsyncedSegments.remove(number)
+        if activeSegment?.number == number {
+            activeSegment = nil
+            activeEnd = 0
+        }
+        try io.remove(segment.path)
+    }
+
+    // MARK: Reading
+
+    /// What a reader needs to fetch a blob without holding the cache lock.
+    enum Location: Sendable {
+        case loose(FilePath)
+        /// In `segment` at `offset`; the segment had `writtenEnd` bytes when the read began.
+        case packed(PackSegment, offset: UInt64, writtenEnd: Int64)
+    }
+
+    func location(of info: BlobInfo) -> Location? {
+        switch info.place {
+        case .loose: return .loose(files.loosePath(of: info.id))
+        case .packed(let number, let offset):
+            guard let segment = segments[number] else { return nil }
+            return .packed(segment, offset: offset, writtenEnd: segmentSizes[number] ?? 0)
+        }
+    }
+}

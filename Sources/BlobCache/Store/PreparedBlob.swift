@@ -1,0 +1,73 @@
+import SystemPackage
+
+/// A blob hashed and encoded, with its on-disk image (header included) ready to write.
+struct PreparedBlob: Sendable {
+    let id: BlobID
+    let rawLength: Int
+    let codec: CodecTag
+    let payloadLength: Int
+    /// The encoder's buffer: from `imageStart` on, header + payload exactly as the file or pack
+    /// record holds it (a loose header is shorter than the headroom left for a record's, and
+    /// the bytes before it are skipped rather than moved).
+    let buffer: [UInt8]
+    let imageStart: Int
+    let packed: Bool
+
+    /// Bytes on disk: the record or the file.
+    var imageCount: Int { buffer.count - imageStart }
+
+    /// Where the blob goes once stored (a packed blob's segment and offset are the store's to pick).
+    var info: BlobInfo {
+        BlobInfo(id: id, codec: codec, rawLength: rawLength, payloadLength: payloadLength,
+                 place: packed ? .packed(segment: 0, offset: 0) : .loose)
+    }
+
+    /// Calls `body` with the on-disk image.
+    func withImage<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[imageStart...])) }
+    }
+
+    /// Encodes `value` (whose id is `id`) and builds its image: packed when the stored size is
+    /// below `packThreshold`.
+    ///
+    ///     let blob = PreparedBlob.encoding(bytes, id: BlobID(hashing: bytes), codec: .lz4, packThreshold: 65536)
+    static func encoding(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec, packThreshold: Int) -> PreparedBlob {
+        framing(encode(value, codec: codec), id: id, rawLength: value.count, packThreshold: packThreshold)
+    }
+
+    /// Hashes and encodes `value`: a large one is hashed on one core while the others compress
+    /// it (the hashing core joins in after).
+    static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int) -> PreparedBlob {
+        var id: BlobID?
+        let encoded = encode(value, codec: codec, first: { id = BlobID(hashing: value) })
+        return framing(encoded, id: id!, rawLength: value.count, packThreshold: packThreshold)
+    }
+
+    /// Compresses `value` with room for either header in front; `first` runs alongside.
+    private static func encode(_ value: UnsafeRawBufferPointer, codec: Codec, first: (() -> Void)? = nil) -> Compression.Encoded {
+        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize, first: first)
+    }
+
+    /// Places an encoded blob by its stored size and writes the matching header.
+    private static func framing(_ encoded: Compression.Encoded, id: BlobID, rawLength: Int, packThreshold: Int) -> PreparedBlob {
+        let packed = encoded.payloadCount + PackFormat.recordHeaderSize < packThreshold
+            && encoded.payloadCount <= Int(UInt32.max)
+        var buffer = encoded.buffer
+        let imageStart: Int
+        if packed {
+            imageStart = 0
+            PackFormat.writeRecordHeader(into: &buffer, id: id, codec: encoded.tag, rawLength: rawLength)
+        } else {
+            imageStart = PackFormat.recordHeaderSize - LooseBlobFormat.headerSize
+            LooseBlobFormat.writeHeader(into: &buffer, at: imageStart, codec: encoded.tag, rawLength: rawLength)
+        }
+        return PreparedBlob(id: id, rawLength: rawLength, codec: encoded.tag, payloadLength: encoded.payloadCount,
+                            buffer: buffer, imageStart: imageStart, packed: packed)
+    }
+}
+
+/// A loose blob written under a temporary name, waiting to be published (or discarded).
+struct StagedLooseBlob: Sendable {
+    let temporary: FilePath
+    let final: FilePath
+}
