@@ -35,8 +35,8 @@ extension CacheChecker {
 
     /// Deletes a file, or a directory with everything in it.
     static func removeTree(_ path: FilePath, io: FileIO) {
-        if io.isDirectory(path) {
-            for name in io.listDirectory(path) { removeTree(path.appending(name), io: io) }
+        if (try? io.isDirectory(path)) == true {
+            for name in (try? io.listDirectory(path)) ?? [] { removeTree(path.appending(name), io: io) }
             io.removeDirectory(path)
         } else {
             _ = try? io.remove(path)

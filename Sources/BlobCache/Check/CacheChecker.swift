@@ -16,17 +16,17 @@ extension BlobCache {
 
     /// `check(directory:options:)` through a given file system (tests inject faults with it).
     static func check(_ files: CacheFiles, io: FileIO, options: CheckOptions) throws -> CheckReport {
-        guard io.isDirectory(files.root) else {
+        guard try io.isDirectory(files.root) else {
             throw BlobCacheError.directoryUnusable(path: files.root.string, reason: "it is not a directory")
         }
         let lock = try DirectoryLock.acquire(files, io: io, wait: options.waitForLock)
         defer { lock.release() }
         let limits = try options.limits ?? defaultLimits(in: files, io: io)
-        var report = CacheChecker.run(files, io: io, limits: limits, fast: options.fast)
+        var report = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast)
         if options.repair && !report.findings.isEmpty {
             try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits)
             report.repaired = true
-            report.errorsLeft = CacheChecker.run(files, io: io, limits: limits, fast: options.fast).errors
+            report.errorsLeft = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast).errors
         }
         return report
     }
@@ -56,15 +56,15 @@ struct CacheChecker {
     }
 
     /// Runs every check once.
-    static func run(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool) -> BlobCache.CheckReport {
+    static func run(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool) throws -> BlobCache.CheckReport {
         var checker = CacheChecker(files, io: io, limits: limits, fast: fast)
-        return checker.run()
+        return try checker.run()
     }
 
-    private mutating func run() -> BlobCache.CheckReport {
+    private mutating func run() throws -> BlobCache.CheckReport {
         let index = checkJournal()
         let packs = files.packs
-        let scan = DirectoryScan(files: files, io: io)
+        let scan = try DirectoryScan(files: files, io: io)
         for path in scan.unknownFiles {
             error("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file")
         }

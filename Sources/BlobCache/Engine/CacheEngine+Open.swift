@@ -67,7 +67,7 @@ extension CacheEngine {
                 journal = JournalFile(path: journalPath, io: io, descriptor: fd, header: header, size: size,
                                       recordCount: priorRecords + walk.records, synchronous: synchronous)
             }
-        } else if directoryHoldsBlobs(store) {
+        } else if try directoryHoldsBlobs(store) {
             rebuild = "journal is missing"
         }
 
@@ -102,8 +102,8 @@ extension CacheEngine {
         return min(configuration.packSegmentLimit, max(64 << 10, cap / 16))
     }
 
-    private static func directoryHoldsBlobs(_ store: BlobStore) -> Bool {
-        !store.segments.isEmpty || !store.io.listDirectory(store.files.objects).isEmpty
+    private static func directoryHoldsBlobs(_ store: BlobStore) throws -> Bool {
+        try !store.segments.isEmpty || !store.io.listDirectory(store.files.objects).isEmpty
     }
 
     /// Cuts the newest segment back to the end of its last live record, dropping a torn or
@@ -136,7 +136,7 @@ extension CacheEngine {
                                      created: now, expiry: Nanoseconds.never, access: now), orderJournaled: true)
             adopted += 1
         }
-        let scan = DirectoryScan(files: store.files, io: store.io)
+        let scan = try DirectoryScan(files: store.files, io: store.io)
         for (id, path) in scan.looseBlobs {
             if let info = try verifiedLooseBlob(id, at: path, io: io) {
                 adopt(info)
@@ -145,7 +145,7 @@ extension CacheEngine {
                 removed += 1
             }
         }
-        for path in scan.temporaryFiles + scan.unknownFiles where !io.isDirectory(path) {
+        for path in scan.temporaryFiles + scan.unknownFiles where try !io.isDirectory(path) {
             try io.remove(path)
             removed += 1
         }

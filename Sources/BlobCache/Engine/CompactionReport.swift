@@ -41,7 +41,7 @@ extension CacheEngine {
         try commitRecords()
         if let codec { report.blobsRecompressed = try recompress(to: codec) }
 
-        let scan = DirectoryScan(files: files, io: io)
+        let scan = try DirectoryScan(files: files, io: io)
         for (id, path) in scan.looseBlobs where index.blob(id)?.info.place != .loose {
             report.blobBytesReclaimed += Int(io.status(path)?.st_size ?? 0)
             if try io.remove(path) { report.danglingBlobsDeleted += 1 }
@@ -53,7 +53,7 @@ extension CacheEngine {
         }
         // Leaves first; a shard whose last leaf went is empty on the second pass.
         for _ in 0..<2 {
-            for path in DirectoryScan(files: files, io: io).emptyShardDirectories where io.removeDirectory(path) {
+            for path in try DirectoryScan(files: files, io: io).emptyShardDirectories where io.removeDirectory(path) {
                 report.emptyDirectoriesRemoved += 1
             }
         }

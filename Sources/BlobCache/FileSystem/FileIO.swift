@@ -158,29 +158,41 @@ struct FileIO: Sendable {
         do {
             try system.makeDirectory(path, permissions: Self.directoryPermissions)
             return true
-        } catch .fileExists where isDirectory(path) {
+        } catch .fileExists where (try? isDirectory(path)) == true {
             return false
         } catch {
             throw BlobCacheError.io(operation: "mkdir", path: path.string, errno: error)
         }
     }
 
-    /// The names in a directory (without `.` and `..`); empty when it cannot be listed.
-    func listDirectory(_ path: FilePath) -> [String] {
-        (try? system.listDirectory(path)) ?? []
+    /// The names in a directory (without `.` and `..`); empty when it does not exist. Any other
+    /// failure throws: a listing that silently came back short would look like lost files.
+    func listDirectory(_ path: FilePath) throws -> [String] {
+        do { return try system.listDirectory(path) } catch .noSuchFileOrDirectory { return [] } catch {
+            throw BlobCacheError.io(operation: "opendir", path: path.string, errno: error)
+        }
     }
+
+    /// What kind of file `path` names (a link is not followed); `nil` when nothing is there.
+    func fileType(_ path: FilePath) throws -> FileType? {
+        do {
+            let mode = try system.status(path).st_mode & S_IFMT
+            return mode == S_IFREG ? .regular : mode == S_IFDIR ? .directory : .other
+        } catch .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw BlobCacheError.io(operation: "lstat", path: path.string, errno: error)
+        }
+    }
+
+    /// The kinds of file `fileType` tells apart.
+    enum FileType: Sendable { case regular, directory, other }
 
     /// Whether `path` names a directory (not a link to one).
-    func isDirectory(_ path: FilePath) -> Bool {
-        guard let info = status(path) else { return false }
-        return (info.st_mode & S_IFMT) == S_IFDIR
-    }
+    func isDirectory(_ path: FilePath) throws -> Bool { try fileType(path) == .directory }
 
     /// Whether `path` names a regular file (not a link to one).
-    func isRegularFile(_ path: FilePath) -> Bool {
-        guard let info = status(path) else { return false }
-        return (info.st_mode & S_IFMT) == S_IFREG
-    }
+    func isRegularFile(_ path: FilePath) throws -> Bool { try fileType(path) == .regular }
 
     /// Writes `bytes` to `path` atomically: a temporary file beside it, written whole (and
     /// fsynced, with the directory after the rename, when `durable`), renamed over `path`.

@@ -26,10 +26,9 @@ final class BlobStore: @unchecked Sendable {
         self.synchronous = synchronous
         try io.makeDirectory(files.objects)
         try io.makeDirectory(files.packs)
-        for name in io.listDirectory(files.packs) {
+        for name in try io.listDirectory(files.packs) {
             guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
             let path = files.segmentPath(number)
-            guard io.isRegularFile(path) else { continue }
             let fd = try io.open(path, .readWrite, options: .noFollow)
             let size = try io.fileSize(fd, path: path)
             segments[number] = PackSegment(number: number, path: path, descriptor: fd,

@@ -13,30 +13,30 @@ struct DirectoryScan {
     /// Segment files, by number.
     var segments: [(number: UInt32, path: FilePath)] = []
 
-    init(files: CacheFiles, io: FileIO) {
+    init(files: CacheFiles, io: FileIO) throws {
         let objects = files.objects, packs = files.packs
-        for shard in io.listDirectory(objects).sorted() {
+        for shard in try io.listDirectory(objects).sorted() {
             let shardPath = objects.appending(shard)
-            guard shard.count == 1, shard.allSatisfy(\.isHexDigit), io.isDirectory(shardPath) else {
+            guard shard.count == 1, shard.allSatisfy(\.isHexDigit), try io.isDirectory(shardPath) else {
                 unknownFiles.append(shardPath)
                 continue
             }
-            let leaves = io.listDirectory(shardPath).sorted()
+            let leaves = try io.listDirectory(shardPath).sorted()
             if leaves.isEmpty { emptyShardDirectories.append(shardPath) }
             for leaf in leaves {
                 let leafPath = shardPath.appending(leaf)
-                guard leaf.count == 1, leaf.allSatisfy(\.isHexDigit), io.isDirectory(leafPath) else {
+                guard leaf.count == 1, leaf.allSatisfy(\.isHexDigit), try io.isDirectory(leafPath) else {
                     unknownFiles.append(leafPath)
                     continue
                 }
-                let names = io.listDirectory(leafPath).sorted()
+                let names = try io.listDirectory(leafPath).sorted()
                 if names.isEmpty { emptyShardDirectories.append(leafPath) }
                 for name in names {
                     let path = leafPath.appending(name)
-                    if CacheFiles.isStagingName(name), io.isRegularFile(path) {
+                    if CacheFiles.isStagingName(name), try io.isRegularFile(path) {
                         temporaryFiles.append(path)
                     } else if let id = BlobID(hex: name), id.hex == name, files.loosePath(of: id) == path,
-                              io.isRegularFile(path) {
+                              try io.isRegularFile(path) {
                         looseBlobs.append((id, path))
                     } else {
                         unknownFiles.append(path)
@@ -44,9 +44,9 @@ struct DirectoryScan {
                 }
             }
         }
-        for name in io.listDirectory(packs).sorted() {
+        for name in try io.listDirectory(packs).sorted() {
             let path = packs.appending(name)
-            if let number = PackFormat.segmentNumber(fromFileName: name), io.isRegularFile(path) {
+            if let number = PackFormat.segmentNumber(fromFileName: name), try io.isRegularFile(path) {
                 segments.append((number, path))
             } else {
                 unknownFiles.append(path)

@@ -1,0 +1,137 @@
+import Foundation
+import SystemPackage
+import Testing
+@testable import BlobCache
+
+/// Every operation, once per fault point: each Nth call of each kind of system call it makes
+/// fails with EIO, with ENOSPC, or crashes the process there; then the invariants of
+/// `FaultScenario.check` hold. Under `.powerLossSafe`, a power cut at each fsync (and after the
+/// operation) with several drop sets keeps them too. The counts are printed.
+@Suite("Faults at every system call")
+struct FaultTests {
+    static let scenarios: [FaultScenario] = {
+        let newPacked = Samples.random(1800, seed: 7001)
+        let newLoose = Samples.random(15_000, seed: 7002)
+        return [
+            FaultScenario(name: "set new packed", effects: ["new": .becomes(newPacked)]) {
+                try $0.cache.set(newPacked, forKey: "new")
+            },
+            FaultScenario(name: "set new loose", effects: ["new": .becomes(newLoose)]) {
+                try $0.cache.set(newLoose, forKey: "new")
+            },
+            FaultScenario(name: "set dedup", effects: ["new": .becomes(FaultScenario.seeded["l1"]!)]) {
+                try $0.cache.set(FaultScenario.seeded["l1"]!, forKey: "new")
+            },
+            FaultScenario(name: "replace packed", effects: ["p20": .becomes(newPacked)]) {
+                try $0.cache.set(newPacked, forKey: "p20")
+            },
+            FaultScenario(name: "replace loose", effects: ["l0": .becomes(newLoose)]) {
+                try $0.cache.set(newLoose, forKey: "l0")
+            },
+            FaultScenario(name: "replace loose by packed", effects: ["l2": .becomes(newPacked)]) {
+                try $0.cache.set(newPacked, forKey: "l2")
+            },
+            FaultScenario(name: "remove loose", effects: ["l3": .removed]) {
+                try $0.cache.removeValue(forKey: "l3")
+            },
+            FaultScenario(name: "remove packed", effects: ["p30": .removed]) {
+                try $0.cache.removeValue(forKey: "p30")
+            },
+            FaultScenario(name: "remove all", mayDropOthers: true) {
+                try $0.cache.removeAll()
+            },
+            FaultScenario(name: "evict by size", mayDropOthers: true) {
+                try $0.cache.setLimits(.init(maxStoredBytes: 30_000))
+            },
+            FaultScenario(name: "evict by count", mayDropOthers: true) {
+                try $0.cache.setLimits(.init(maxEntries: 5))
+            },
+            FaultScenario(name: "set at the cap", limits: .init(maxStoredBytes: 120_000), mayDropOthers: true,
+                          effects: ["new": .becomes(newLoose)]) {
+                try $0.cache.set(newLoose, forKey: "new")
+            },
+            FaultScenario(name: "remove expired", effects: ["e0": .removed, "e1": .removed, "e2": .removed]) {
+                $0.clock.advance(by: .seconds(7200))
+                try $0.cache.removeExpired()
+            },
+            FaultScenario(name: "compact") {
+                try $0.cache.compact()
+            },
+            FaultScenario(name: "compact recompressing") {
+                try $0.cache.compact(recompressingTo: .zlib(level: 1))
+            },
+            FaultScenario(name: "pack GC") {
+                _ = try $0.cache.perform { try $0.collectPackGarbage(minimumDeadFraction: 0.01) }
+            },
+            FaultScenario(name: "journal rewrite") {
+                try $0.cache.perform { try $0.compactJournal() }
+            },
+            FaultScenario(name: "snapshot write (close)") {
+                try $0.cache.close()
+            },
+            FaultScenario(name: "fsck --repair", effects: ["l1": .removed, "e0": .removed, "e1": .removed, "e2": .removed], damage: { directory in
+                flipByte(looseFile(directory, BlobID(hashing: FaultScenario.seeded["l1"]!)), at: 100)
+                writeFile(directory + "/objects/0/0/tmp.1.2", [1, 2, 3])
+            }) { context in
+                var options = BlobCache.CheckOptions()
+                options.repair = true
+                try context.cache.close()
+                _ = try BlobCache.check(CacheFiles(root: FilePath(context.directory)), io: FileIO(context.fileSystem), options: options)
+            },
+        ]
+    }()
+
+    static let errors: [FaultyFileSystem.Fault] = [.fail(.ioError), .fail(.noSpace), .crash]
+
+    @Test("each operation keeps every invariant when any of its system calls fails or crashes", arguments: scenarios)
+    func everyFaultPoint(scenario: FaultScenario) throws {
+        let template = TemporaryDirectory()
+        let clock = ManualClock()
+        try FaultScenario.seed(template.path, clock: clock)
+        scenario.damage?(template.path)
+        let counts = try Self.run(scenario, template: template.path, start: clock.now(), trigger: nil).counts
+        var points = 0
+        for call in FileSystemCall.allCases {
+            for occurrence in 0..<(counts[call] ?? 0) {
+                for fault in Self.errors {
+                    let trigger = FaultyFileSystem.Trigger(call: call, occurrence: occurrence + 1, fault: fault)
+                    _ = try Self.run(scenario, template: template.path, start: clock.now(), trigger: trigger)
+                    points += 1
+                }
+            }
+        }
+        print("fault points: \(scenario.name): \(points) (\(counts.values.reduce(0, +)) system calls × \(Self.errors.count) faults)")
+        #expect(points > 0)
+    }
+
+    /// Copies the template, opens it through a faulty file system, runs the operation with
+    /// `trigger` armed, and checks the invariants. Returns the calls the operation made.
+    @discardableResult
+    static func run(_ scenario: FaultScenario, template: String, start: Date, trigger: FaultyFileSystem.Trigger?)
+        throws -> (counts: [FileSystemCall: Int], outcome: FaultScenario.Outcome) {
+        let work = TemporaryDirectory()
+        let directory = work.appending("cache")
+        try FileManager.default.copyItem(atPath: template, toPath: directory)
+        let clock = ManualClock(start: start)
+        let fileSystem = FaultyFileSystem()
+        let configuration = FaultScenario.configuration(clock, durability: scenario.durability, limits: scenario.limits)
+        let outcome: FaultScenario.Outcome
+        do {
+            let cache = try BlobCache(directory: directory, configuration: configuration.through(fileSystem))
+            fileSystem.arm(trigger)
+            do {
+                try scenario.run(.init(cache: cache, directory: directory, fileSystem: fileSystem, clock: clock))
+                outcome = .returned
+            } catch {
+                outcome = fileSystem.crashed ? .crashed : .threw
+            }
+            try? cache.close()
+        }
+        let counts = fileSystem.counts
+        let label = "\(scenario.name), \(trigger.map(String.init(describing:)) ?? "no fault")"
+        if trigger == nil { #expect(outcome == .returned, "\(label)") }
+        try scenario.check(directory, outcome: outcome, clock: clock, label: label,
+                           fsckMayRepair: scenario.damage != nil && outcome != .returned)
+        return (counts, outcome)
+    }
+}

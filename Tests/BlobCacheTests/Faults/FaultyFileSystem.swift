@@ -1,0 +1,233 @@
+import Foundation
+import SystemPackage
+@testable import BlobCache
+
+/// The real file system with every call counted (and, when asked, logged), and one fault
+/// injected on demand: the Nth call of a kind fails with a chosen errno, or the process
+/// "crashes" there (that call and every later one fails, so nothing more reaches the disk;
+/// the test then reopens from the files as they are). With power-loss tracking on, it also
+/// keeps what a power cut could undo (`PowerLossModel`).
+final class FaultyFileSystem: FileSystem, @unchecked Sendable {
+    enum Fault: Sendable, Hashable, CustomStringConvertible {
+        case fail(Errno)
+        case crash
+
+        var description: String {
+            switch self {
+            case .fail(let errno): "\(errno)"
+            case .crash: "crash"
+            }
+        }
+    }
+
+    /// Fire `fault` at the `occurrence`th call (1-based) of `call` whose path ends with
+    /// `pathSuffix` (every path when `nil`), counted from the last `arm`.
+    struct Trigger: Sendable, CustomStringConvertible {
+        var call: FileSystemCall
+        var occurrence: Int
+        var fault: Fault
+        var pathSuffix: String? = nil
+
+        var description: String { "\(fault) at \(call) #\(occurrence)" + (pathSuffix.map { " of *\($0)" } ?? "") }
+    }
+
+    private struct State {
+        var counts: [FileSystemCall: Int] = [:]
+        var trigger: Trigger?
+        var fired = false
+        var crashed = false
+        var paths: [Int32: FilePath] = [:]
+        var trace: [(call: FileSystemCall, path: String)]?
+        var model: PowerLossModel?
+        var beforeOpen: (@Sendable (FilePath) -> Void)?
+        var afterOpen: (@Sendable (FilePath) -> Void)?
+    }
+
+    private let real = PosixFileSystem()
+    private let state = Locked(State())
+
+    /// Starts counting afresh, with `trigger` armed (or none).
+    func arm(_ trigger: Trigger?) {
+        state.withLock {
+            $0.counts = [:]
+            $0.trigger = trigger
+            $0.fired = false
+            $0.crashed = false
+        }
+    }
+
+    /// Calls of each kind since the last `arm`.
+    var counts: [FileSystemCall: Int] { state.withLock { $0.counts } }
+    /// Whether the armed fault fired.
+    var fired: Bool { state.withLock { $0.fired } }
+    /// Whether a crash fired (every call fails since).
+    var crashed: Bool { state.withLock { $0.crashed } }
+
+    /// Starts logging each call (kind and path) until `stopTracing`.
+    func startTracing() { state.withLock { $0.trace = [] } }
+    /// The calls logged since `startTracing`.
+    func stopTracing() -> [(call: FileSystemCall, path: String)] {
+        state.withLock { let trace = $0.trace ?? []; $0.trace = nil; return trace }
+    }
+
+    /// Runs `before` and `after` around every `open` (outside this file system's lock), so a
+    /// test can make another thread's work happen at exactly that point.
+    func interposeOnOpen(before: (@Sendable (FilePath) -> Void)?, after: (@Sendable (FilePath) -> Void)?) {
+        state.withLock {
+            $0.beforeOpen = before
+            $0.afterOpen = after
+        }
+    }
+
+    /// Takes the directory at `root` as durable now and tracks, from here on, what a power
+    /// cut could undo.
+    func startPowerLossTracking(root: String) {
+        let model = PowerLossModel(root: root)
+        state.withLock { $0.model = model }
+    }
+
+    /// The power-loss model as it stands (call after the crash).
+    var powerLossModel: PowerLossModel? { state.withLock { $0.model } }
+
+    // MARK: The seam
+
+    /// Counts a call and fires the armed fault when it is due.
+    private func enter(_ call: FileSystemCall, _ path: FilePath?) throws(Errno) {
+        let failure: Errno? = state.withLock { (state: inout State) -> Errno? in
+            if state.crashed { return .ioError }
+            state.trace?.append((call, path?.string ?? "?"))
+            guard let trigger = state.trigger, trigger.call == call, !state.fired else {
+                state.counts[call, default: 0] += 1
+                return nil
+            }
+            if let suffix = trigger.pathSuffix, !(path?.string.hasSuffix(suffix) ?? false) { return nil }
+            state.counts[call, default: 0] += 1
+            guard state.counts[call] == trigger.occurrence else { return nil }
+            state.fired = true
+            switch trigger.fault {
+            case .fail(let errno): return errno
+            case .crash:
+                state.crashed = true
+                return .ioError
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    private func path(of fd: FileDescriptor) -> FilePath? { state.withLock { $0.paths[fd.rawValue] } }
+
+    private func record(_ change: (inout PowerLossModel) -> Void) {
+        state.withLock { if $0.model != nil { change(&$0.model!) } }
+    }
+
+    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
+              permissions: FilePermissions?) throws(Errno) -> FileDescriptor {
+        let (before, after) = state.withLock { ($0.beforeOpen, $0.afterOpen) }
+        before?(path)
+        defer { after?(path) }
+        try enter(.open, path)
+        let existed = (try? real.status(path)) != nil
+        let fd = try real.open(path, mode, options: options, permissions: permissions)
+        state.withLock { $0.paths[fd.rawValue] = path }
+        record { $0.opened(path, fd: fd.rawValue, created: !existed, truncated: options.contains(.truncate)) }
+        return fd
+    }
+
+    func close(_ fd: FileDescriptor) {
+        state.withLock {
+            $0.paths[fd.rawValue] = nil
+            if $0.model != nil { $0.model!.closed(fd: fd.rawValue) }
+        }
+        real.close(fd)
+    }
+
+    func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try enter(.read, path(of: fd))
+        return try real.read(fd, into: buffer, at: offset)
+    }
+
+    func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try enter(.write, path(of: fd))
+        let written = try real.write(fd, bytes, at: offset)
+        record { $0.wrote(fd: fd.rawValue, bytes: Array(bytes.prefix(written)), at: offset) }
+        return written
+    }
+
+    func sync(_ fd: FileDescriptor) throws(Errno) {
+        try enter(.sync, path(of: fd))
+        try real.sync(fd)
+        record { $0.synced(fd: fd.rawValue) }
+    }
+
+    func syncData(_ fd: FileDescriptor) throws(Errno) {
+        try enter(.syncData, path(of: fd))
+        try real.syncData(fd)
+        record { $0.synced(fd: fd.rawValue) }
+    }
+
+    func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno) {
+        try enter(.truncate, path(of: fd))
+        try real.truncate(fd, to: length)
+        record { $0.truncated(fd: fd.rawValue, to: length) }
+    }
+
+    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
+        try enter(.rename, source)
+        try real.rename(source, to: destination)
+        record { $0.renamed(source, to: destination) }
+    }
+
+    func unlink(_ path: FilePath) throws(Errno) {
+        try enter(.unlink, path)
+        try real.unlink(path)
+        record { $0.unlinked(path) }
+    }
+
+    func makeDirectory(_ path: FilePath, permissions: FilePermissions) throws(Errno) {
+        try enter(.makeDirectory, path)
+        try real.makeDirectory(path, permissions: permissions)
+        record { $0.madeDirectory(path) }
+    }
+
+    func removeDirectory(_ path: FilePath) throws(Errno) {
+        try enter(.removeDirectory, path)
+        try real.removeDirectory(path)
+        record { $0.removedDirectory(path) }
+    }
+
+    func listDirectory(_ path: FilePath) throws(Errno) -> [String] {
+        try enter(.listDirectory, path)
+        return try real.listDirectory(path)
+    }
+
+    func status(_ path: FilePath) throws(Errno) -> stat {
+        try enter(.status, path)
+        return try real.status(path)
+    }
+
+    func status(_ fd: FileDescriptor) throws(Errno) -> stat {
+        try enter(.status, path(of: fd))
+        return try real.status(fd)
+    }
+
+    func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool) throws(Errno) -> UnsafeMutableRawPointer {
+        try enter(.map, path(of: fd))
+        return try real.map(fd, length: length, shared: shared, populate: populate)
+    }
+
+    func unmap(_ address: UnsafeMutableRawPointer, length: Int) { real.unmap(address, length: length) }
+
+    func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno) {
+        try enter(.lock, path(of: fd))
+        try real.lockExclusively(fd, wait: wait)
+    }
+}
+
+extension BlobCache.Configuration {
+    /// This configuration with every file call going through `fileSystem`.
+    func through(_ fileSystem: FaultyFileSystem) -> Self {
+        var copy = self
+        copy.fileSystem = fileSystem
+        return copy
+    }
+}
