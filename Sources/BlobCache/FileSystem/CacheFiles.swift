@@ -12,23 +12,35 @@ import Musl
 ///     files.loosePath(of: id)      // /var/cache/app/objects/5/d/5d41402a…
 struct CacheFiles: Sendable, Hashable {
     let root: FilePath
-
-    init(root: FilePath) { self.root = root }
-
     /// The journal, `DIR/journal`.
-    var journal: FilePath { root.appending("journal") }
+    let journal: FilePath
     /// The index snapshot, `DIR/index`.
-    var snapshot: FilePath { root.appending("index") }
+    let snapshot: FilePath
     /// The single-writer lock, `DIR/lock`.
-    var lock: FilePath { root.appending("lock") }
+    let lock: FilePath
     /// Counters saved by clean closes, `DIR/stats`.
-    var stats: FilePath { root.appending("stats") }
+    let stats: FilePath
     /// Default limits, `DIR/config`.
-    var config: FilePath { root.appending("config") }
+    let config: FilePath
     /// Loose blobs, `DIR/objects/<a>/<b>/<id>`.
-    var objects: FilePath { root.appending("objects") }
+    let objects: FilePath
     /// Pack segments, `DIR/packs/NNNNNN.pack`.
-    var packs: FilePath { root.appending("packs") }
+    let packs: FilePath
+    /// `objects/` as text ending in a slash: loose paths are made on every read, and
+    /// appending components one by one costs more than the read of a small file.
+    private let objectsPrefix: String
+
+    init(root: FilePath) {
+        self.root = root
+        journal = root.appending("journal")
+        snapshot = root.appending("index")
+        lock = root.appending("lock")
+        stats = root.appending("stats")
+        config = root.appending("config")
+        objects = root.appending("objects")
+        packs = root.appending("packs")
+        objectsPrefix = objects.string + "/"
+    }
 
     /// Files at the top of the directory that belong to the cache (besides `objects/`, `packs/`
     /// and the temporaries of `temporary(for:)`).
@@ -37,8 +49,14 @@ struct CacheFiles: Sendable, Hashable {
     /// `objects/<a>/<b>/<id>` for a loose blob.
     func loosePath(of id: BlobID) -> FilePath {
         let hex = id.hex
-        let first = String(hex.prefix(1)), second = String(hex.dropFirst().prefix(1))
-        return objects.appending(first).appending(second).appending(hex)
+        var text = objectsPrefix
+        text.reserveCapacity(text.utf8.count + 4 + hex.utf8.count)
+        text.append(hex[hex.startIndex])
+        text.append("/")
+        text.append(hex[hex.index(after: hex.startIndex)])
+        text.append("/")
+        text.append(hex)
+        return FilePath(text)
     }
 
     /// `packs/NNNNNN.pack`.

@@ -35,7 +35,7 @@ struct DirectoryScan {
                     let path = leafPath.appending(name)
                     if CacheFiles.isStagingName(name), try io.isRegularFile(path) {
                         temporaryFiles.append(path)
-                    } else if let id = BlobID(hex: name), id.hex == name, files.loosePath(of: id) == path,
+                    } else if let id = BlobID(hex: name), id.hex == name, name.hasPrefix(shard + leaf),
                               try io.isRegularFile(path) {
                         looseBlobs.append((id, path))
                     } else {

@@ -38,11 +38,11 @@ struct FaultScenario: Sendable, CustomStringConvertible {
 
     // MARK: The starting state
 
-    /// Packed values (2 KiB, incompressible, so 40 of them fill more than one 64 KiB segment)
-    /// and loose ones (12 KiB), under keys `p0`…, `l0`…; `e0`… expire after an hour.
+    /// Packed values (3.8 KB, incompressible, so 24 of them fill more than one 64 KiB segment)
+    /// and loose ones (12 KB), under keys `p0`…, `l0`…; `e0`… expire after an hour.
     static let seeded: [String: [UInt8]] = {
         var values: [String: [UInt8]] = [:]
-        for n in 0..<40 { values["p\(n)"] = Samples.random(2000, seed: UInt64(100 + n)) }
+        for n in 0..<24 { values["p\(n)"] = Samples.random(3800, seed: UInt64(100 + n)) }
         for n in 0..<4 { values["l\(n)"] = Samples.random(12_000, seed: UInt64(200 + n)) }
         for n in 0..<3 { values["e\(n)"] = Samples.random(1500, seed: UInt64(300 + n)) }
         return values
@@ -59,15 +59,15 @@ struct FaultScenario: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Builds the starting state in `directory`: the seeded values, then the first ten packed
-    /// ones replaced (so the first segment holds dead records) and read in a fixed order.
+    /// Builds the starting state in `directory`: the seeded values, then the first five packed
+    /// ones replaced and set back (so the segments hold dead records).
     static func seed(_ directory: String, clock: ManualClock) throws {
         let cache = try BlobCache(directory: directory, configuration: configuration(clock, durability: .processCrashSafe, limits: .init()))
         for (key, value) in seeded.sorted(by: { $0.key < $1.key }) {
             try cache.set(value, forKey: key, expiry: key.hasPrefix("e") ? .after(.seconds(3600)) : nil)
         }
-        for n in 0..<10 { try cache.set(Samples.random(2000, seed: UInt64(900 + n)), forKey: "p\(n)") }
-        for n in 0..<10 { try cache.set(seeded["p\(n)"]!, forKey: "p\(n)") }
+        for n in 0..<5 { try cache.set(Samples.random(3800, seed: UInt64(900 + n)), forKey: "p\(n)") }
+        for n in 0..<5 { try cache.set(seeded["p\(n)"]!, forKey: "p\(n)") }
         try cache.close()
     }
 
