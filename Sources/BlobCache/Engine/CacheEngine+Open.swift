@@ -114,7 +114,7 @@ extension CacheEngine {
         index.forEachBlob { blob in
             if blob.segment == newest { end = max(end, Int64(blob.offset) + Int64(blob.info.footprint)) }
         }
-        if (store.segmentSizes[newest] ?? 0) < Int64(PackFormat.segmentHeaderSize) {
+        if end == Int64(PackFormat.segmentHeaderSize), try !store.hasValidHeader(newest) {
             try store.deleteSegment(newest)   // a crash while it was being started: it holds nothing
         } else {
             try store.trimActiveSegment(to: end)

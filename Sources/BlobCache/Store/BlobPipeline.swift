@@ -38,8 +38,7 @@ struct BlobPipeline: Sendable {
             do {
                 fd = try io.create(temporary)
             } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where attempt < 2 {
-                try io.makeDirectory(final.removingLastComponent().removingLastComponent())
-                try io.makeDirectory(final.removingLastComponent())
+                try makeShardDirectories(for: final)
             }
         }
         guard let fd else { throw BlobCacheError.io(operation: "create", path: temporary.string, errno: .noSuchFileOrDirectory) }
@@ -53,6 +52,17 @@ struct BlobPipeline: Sendable {
             throw error
         }
         return StagedLooseBlob(temporary: temporary, final: final)
+    }
+
+    /// Creates the two shard directories of `final`'s blob. When synchronous, their names are
+    /// fsynced in their parents (whichever thread made them): the publish fsyncs only the leaf
+    /// directory, and a blob whose directory a power cut forgot would be lost with it.
+    private func makeShardDirectories(for final: FilePath) throws {
+        let leaf = final.removingLastComponent(), shard = leaf.removingLastComponent()
+        for directory in [shard, leaf] {
+            try io.makeDirectory(directory)
+            if synchronous { try io.syncDirectory(directory.removingLastComponent()) }
+        }
     }
 
     /// Deletes a staged file that will not be published (best effort: a left-over one is

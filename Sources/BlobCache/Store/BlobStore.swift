@@ -120,6 +120,14 @@ final class BlobStore: @unchecked Sendable {
         }
     }
 
+    /// Whether segment `number` starts with its complete, checked header (a power cut while
+    /// it was being started can leave it empty or zero-filled).
+    func hasValidHeader(_ number: UInt32) throws -> Bool {
+        guard let segment = segments[number] else { return false }
+        let header = try io.read(segment.descriptor, count: PackFormat.segmentHeaderSize, at: 0, path: segment.path)
+        return header.withUnsafeBytes { PackFormat.checkSegmentHeader($0, number: number) } == nil
+    }
+
     /// The newest segment's number, if any.
     var activeSegmentNumber: UInt32? { activeSegment?.number }
 

@@ -56,6 +56,9 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
+    /// Crashes now: every later call fails, as if the process were gone.
+    func crashNow() { state.withLock { $0.crashed = true } }
+
     /// Calls of each kind since the last `arm`.
     var counts: [FileSystemCall: Int] { state.withLock { $0.counts } }
     /// Whether the armed fault fired.
