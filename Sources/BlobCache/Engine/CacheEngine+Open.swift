@@ -86,6 +86,7 @@ extension CacheEngine {
         if journal == nil || report.recovery.requiresRewrite {
             try engine.compactJournal()
         }
+        if report.recovery != .none { try engine.sweepStaleTemporaries() }
         try engine.trimNewestSegment()
         let evictionsBefore = engine.counters.evictions
         report.expiredAtOpen = try engine.perform { engine.removeExpired() }

@@ -74,6 +74,22 @@ extension CacheEngine {
         return report
     }
 
+    /// Deletes the staged files other processes left in the shard directories (a writer that
+    /// crashed between staging and publishing), by name alone: no file is read or stat'ed.
+    /// Open runs it when the journal shows a crash; compact and fsck --repair always sweep.
+    func sweepStaleTemporaries() throws {
+        for shard in try io.listDirectory(files.objects) where shard.count == 1 {
+            let shardPath = files.objects.appending(shard)
+            for leaf in (try? io.listDirectory(shardPath)) ?? [] where leaf.count == 1 {
+                let leafPath = shardPath.appending(leaf)
+                for name in (try? io.listDirectory(leafPath)) ?? []
+                    where CacheFiles.isStagingName(name) && !CacheFiles.isOwnStagingName(name) {
+                    _ = try? io.remove(leafPath.appending(name))
+                }
+            }
+        }
+    }
+
     /// Re-encodes every blob stored with a codec other than `codec`'s (blobs kept raw because
     /// compressing did not pay are tried again too). Ids do not change. A loose blob that
     /// stays loose is replaced by rename, its new file fsynced first (the old one may have

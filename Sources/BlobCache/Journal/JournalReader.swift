@@ -13,12 +13,14 @@ struct JournalReader {
     }
 
     /// How many frames the image holds, by their length fields alone (no checksums): an upper
-    /// bound on the entries replay can make, to size the index before it starts.
+    /// bound on the entries replay can make, to size the index before it starts. Stops at a
+    /// frame no record can have (a zero length: every record has a kind byte), so that a
+    /// zero-filled tail, what a power cut can leave, does not count as millions of records.
     static func countFrames(records image: UnsafeRawBufferPointer) -> Int {
         var offset = 0, count = 0
         while image.count - offset >= JournalFormat.frameSize {
             let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
-            guard length <= JournalFormat.maxPayload else { break }
+            guard length >= 1, length <= JournalFormat.maxPayload else { break }
             offset += JournalFormat.frameSize + length
             count += 1
         }
@@ -45,7 +47,7 @@ struct JournalReader {
             guard total - offset >= JournalFormat.frameSize else { return (.tornTail(validEnd: start + offset), count) }
             let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
-            guard length <= JournalFormat.maxPayload else {
+            guard length >= 1, length <= JournalFormat.maxPayload else {
                 return (.corrupt(offset: start + offset, reason: "record length \(length) is impossible"), count)
             }
             let end = offset + JournalFormat.frameSize + length

@@ -177,6 +177,9 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
         try enter(.rename, source)
         try real.rename(source, to: destination)
+        state.withLock { state in
+            for (fd, path) in state.paths where path == source { state.paths[fd] = destination }
+        }
         record { $0.renamed(source, to: destination) }
     }
 
