@@ -1,18 +1,52 @@
-// A child process for the crash tests: sets values forever and prints each key whose set
-// returned ("ok KEY BLOBID"), until the test kills it with SIGKILL.
+// A child process for the crash tests (Tests/BlobCacheTests/CrashTests.swift): runs cache
+// operations forever, announcing each before it starts and acknowledging it once it returned,
+// until the test kills it with SIGKILL.
 //
-//   blobcache-crash-writer DIR plain START   sets key-START, key-START+1, … (no limits)
-//   blobcache-crash-writer DIR churn START   the same under a 1 MiB cap with removes, so
-//                                            eviction and pack garbage collection run constantly
-//   blobcache-crash-writer DIR hold          opens DIR, prints "open", and waits for stdin to close
+//   blobcache-crash-writer DIR hold
+//       opens DIR, prints "open", and waits for stdin to close (for the lock tests)
+//   blobcache-crash-writer DIR MODE SEED NEXT
+//       opens DIR (no limits), prints "open COUNT" (the keys it holds), then runs MODE's
+//       operations; new keys are key-NEXT, key-NEXT+1, …; SEED drives every random choice.
+//       The modes (every one stores blobs of 4 KiB and more loose, smaller ones packed, in
+//       64 KiB pack segments):
+//     set      sets new keys, nothing else (no limits)
+//     remove   sets new keys and removes random held ones (now and then an absent one: key--N)
+//     clear    sets a batch of 1…40 new keys, then removes them all (removeAll()); repeats
+//     evict    caps the cache at 256 KiB (setLimits), sets 20…80 new keys at the cap, lowers
+//              the cap to 32…160 KiB (setLimits, evicting at once), sets 5…30 keys at that
+//              cap, raises it back to 256 KiB; repeats
+//     compact  sets new keys and removes held ones (about 40…150 held), then compact() or
+//              compact(recompressingTo: .zlib(level: 1)), alternately; repeats
+//     gc       caps the cache at 256 KiB and sets new keys, removing a held one every third
+//              set: eviction and pack garbage collection run on almost every operation
+//
+// Protocol: one line per event, each written with one unbuffered write(2), so the parent reads
+// them live and a line is never torn:
+//   open COUNT                       the cache opened holding COUNT keys
+//   do OP ARGS                       OP is about to start (the op in flight until its "ok")
+//   ok OP ARGS RESULT [ATTRS]        OP returned. OP ARGS RESULT is one of:
+//       set KEY BLOBID               KEY now holds expectedValue(number of KEY), whose id is BLOBID
+//       rm KEY 0|1                   removeValue(forKey: KEY) returned false|true
+//       clear                        removeAll() returned
+//       limits BYTES                 setLimits(maxStoredBytes: BYTES) returned
+//       compact                      compact() returned
+//       compact-zlib                 compact(recompressingTo: .zlib(level: 1)) returned
+//     ATTRS, each present only when not empty:
+//       evicted=KEY,KEY,…            keys the operation evicted (held before, gone after, not
+//                                    removed by the operation itself)
+//       gc=N                         the operation ran N pack garbage collections
+//   error DESCRIPTION                an operation threw; the writer exits 1
+// So for every key the parent knows the last acknowledged state, and the operation in flight
+// at the kill is the last "do" without its "ok".
 import BlobCache
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The value the writer stores under key number `n`: deterministic, so a reader can check it.
+/// (CrashTests.swift has a copy; every "ok set" carries the id, so the parent notices a drift.)
 func expectedValue(_ n: Int) -> [UInt8] {
-    var state = UInt64(n) &* 0x9E37_79B9_7F4A_7C15 &+ 1
+    var state = UInt64(bitPattern: Int64(n)) &* 0x9E37_79B9_7F4A_7C15 &+ 1
     let size = Int(state % 6000) + 1
     var bytes = [UInt8](repeating: 0, count: size)
     for index in 0..<size {
@@ -23,19 +57,155 @@ func expectedValue(_ n: Int) -> [UInt8] {
     return bytes
 }
 
-let arguments = CommandLine.arguments
-guard arguments.count >= 3 else {
-    print("usage: blobcache-crash-writer DIR plain|churn START | DIR hold")
-    exit(2)
-}
-/// Writes a line straight to standard output (no buffering: the parent reads acknowledgements live).
+/// Writes a line straight to standard output (no buffering: the parent reads it live).
 func say(_ line: String) {
     var bytes = Array((line + "\n").utf8)
     _ = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
 }
+
+/// SplitMix64, as the tests' SeededGenerator.
+struct Generator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// A number in `range`.
+    mutating func next(in range: ClosedRange<Int>) -> Int {
+        range.lowerBound + Int(next() % UInt64(range.count))
+    }
+}
+
+/// The cache and what the writer knows it holds.
+final class Writer {
+    let cache: BlobCache
+    var generator: Generator
+    var nextKey: Int
+    /// The keys the cache holds (the writer's own view, updated with every evicted list).
+    var held: Set<String>
+
+    init(cache: BlobCache, seed: UInt64, nextKey: Int) throws {
+        self.cache = cache
+        self.generator = Generator(state: seed)
+        self.nextKey = nextKey
+        self.held = Set(try cache.keys())
+    }
+
+    /// Announces `op`, runs it, and acknowledges it with its result and what it evicted and
+    /// collected. `removes` is the key the operation removes itself (not an eviction).
+    func run(_ op: String, removes: String? = nil, _ body: () throws -> String) throws {
+        let before = try cache.totals().counters
+        say("do \(op)")
+        let result = try body()
+        let after = try cache.totals().counters
+        var line = "ok \(op)" + (result.isEmpty ? "" : " \(result)")
+        if after.evictions != before.evictions {
+            let now = Set(try cache.keys())
+            var evicted = held.subtracting(now)
+            if let removes { evicted.remove(removes) }
+            held = now
+            if !evicted.isEmpty { line += " evicted=" + evicted.sorted().joined(separator: ",") }
+        }
+        if after.packCollections != before.packCollections {
+            line += " gc=\(after.packCollections - before.packCollections)"
+        }
+        say(line)
+    }
+
+    func setNew() throws {
+        let key = "key-\(nextKey)"
+        let value = expectedValue(nextKey)
+        nextKey += 1
+        try run("set \(key)") {
+            let id = try cache.set(value, forKey: key)
+            return id.hex
+        }
+        held.insert(key)
+    }
+
+    /// Removes a random held key, or (one time in ten, or when none is held) a never-set one.
+    func removeOne() throws {
+        let key: String
+        if held.isEmpty || generator.next() % 10 == 0 {
+            key = "key--\(generator.next(in: 1...1_000_000))"
+        } else {
+            let sorted = held.sorted()
+            key = sorted[Int(generator.next() % UInt64(sorted.count))]
+        }
+        try run("rm \(key)", removes: key) { try cache.removeValue(forKey: key) ? "1" : "0" }
+        held.remove(key)
+    }
+
+    func clear() throws {
+        try run("clear") { try cache.removeAll(); return "" }
+        held.removeAll()
+    }
+
+    func limit(_ bytes: Int) throws {
+        try run("limits \(bytes)") { try cache.setLimits(.init(maxStoredBytes: bytes)); return "" }
+    }
+
+    func compact(zlib: Bool) throws {
+        try run(zlib ? "compact-zlib" : "compact") {
+            if zlib { try cache.compact(recompressingTo: .zlib(level: 1)) } else { try cache.compact() }
+            return ""
+        }
+    }
+
+    func loop(_ mode: String) throws {
+        switch mode {
+        case "set":
+            while true { try setNew() }
+        case "remove":
+            while true {
+                if held.count < 30 || generator.next() % 2 == 0 { try setNew() } else { try removeOne() }
+            }
+        case "clear":
+            while true {
+                for _ in 0..<generator.next(in: 1...40) { try setNew() }
+                try clear()
+            }
+        case "evict":
+            while true {
+                try limit(256 << 10)
+                for _ in 0..<generator.next(in: 20...80) { try setNew() }
+                try limit(generator.next(in: 32...160) << 10)
+                for _ in 0..<generator.next(in: 5...30) { try setNew() }
+            }
+        case "compact":
+            var zlib = generator.next() % 2 == 0
+            while true {
+                for _ in 0..<generator.next(in: 10...40) {
+                    if held.count < 40 || (held.count < 150 && generator.next() % 5 < 3) { try setNew() } else { try removeOne() }
+                }
+                try compact(zlib: zlib)
+                zlib.toggle()
+            }
+        case "gc":
+            try limit(256 << 10)
+            while true {
+                try setNew()
+                if nextKey % 3 == 0 { try removeOne() }
+            }
+        default:
+            say("error unknown mode \(mode)")
+            exit(2)
+        }
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3 && arguments[2] == "hold" || arguments.count == 5,
+      arguments.count == 3 || (UInt64(arguments[3]) != nil && Int(arguments[4]) != nil) else {
+    print("usage: blobcache-crash-writer DIR hold | DIR set|remove|clear|evict|compact|gc SEED NEXT")
+    exit(2)
+}
 var configuration = BlobCache.Configuration()
-if arguments[2] == "churn" {
-    configuration.maxStoredBytes = 1 << 20
+if arguments[2] != "hold" {
+    configuration.packThreshold = 4096
     configuration.packSegmentLimit = 1 << 16
 }
 do {
@@ -46,14 +216,9 @@ do {
         try cache.close()
         exit(0)
     }
-    var n = Int(arguments[3]) ?? 0
-    while true {
-        let value = expectedValue(n)
-        try cache.set(value, forKey: "key-\(n)")
-        say("ok key-\(n) \(BlobID(hashing: value).hex)")
-        if arguments[2] == "churn" && n % 3 == 0 { try cache.removeValue(forKey: "key-\(n - 2)") }
-        n += 1
-    }
+    let writer = try Writer(cache: cache, seed: UInt64(arguments[3])!, nextKey: Int(arguments[4])!)
+    say("open \(writer.held.count)")
+    try writer.loop(arguments[2])
 } catch {
     say("error \(error)")
     exit(1)
