@@ -97,8 +97,8 @@ final class Writer {
     /// Announces `op`, runs it, and acknowledges it with its result and what it evicted and
     /// collected. `removes` is the key the operation removes itself (not an eviction).
     func run(_ op: String, removes: String? = nil, _ body: () throws -> String) throws {
-        let before = try cache.totals().counters
         say("do \(op)")
+        let before = try cache.totals().counters
         let result = try body()
         let after = try cache.totals().counters
         var line = "ok \(op)" + (result.isEmpty ? "" : " \(result)")
@@ -116,13 +116,9 @@ final class Writer {
     }
 
     func setNew() throws {
-        let key = "key-\(nextKey)"
-        let value = expectedValue(nextKey)
+        let n = nextKey, key = "key-\(n)"
         nextKey += 1
-        try run("set \(key)") {
-            let id = try cache.set(value, forKey: key)
-            return id.hex
-        }
+        try run("set \(key)") { try cache.set(expectedValue(n), forKey: key).hex }
         held.insert(key)
     }
 

@@ -8,7 +8,7 @@ import Foundation
 let usage = """
     USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
-                    [--files DIR] [--work DIR [--keep-work]]
+                    [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
            workload w4-open CACHE-DIR KEY [--warm]
            workload gets CACHE-DIR [ROUNDS]
            workload opens CACHE-DIR [ROUNDS] [--replay]
@@ -19,7 +19,11 @@ let usage = """
     times one open + get of a kept W4 cache (what W4 runs in a fresh process). For profiling a
     kept cache under perf: gets reads every key ROUNDS times (default 5), opens opens and closes
     it ROUNDS times (default 15; --replay deletes the index snapshot first, so each open replays
-    the whole journal); both print a median.
+    the whole journal); both print a median. --workloads latency fills a cache to a byte cap
+    (--cap, default 64 MiB, at least 1 MiB) and times each get of recently written keys on one
+    thread, first alone, then while another thread puts --latency-puts new values (default
+    20,000) at the cap, so that eviction, pack GC and journal rewrites run; it prints p50–max
+    get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
     Exit status: 0 done, 2 bad arguments, missing corpus or a failed workload.
     """
 
@@ -34,12 +38,23 @@ struct Options {
     var work = NSTemporaryDirectory() + "blobcache-workload-\(getpid())"
     /// Leaves the caches in `work` for profiling (`perf record … workload w4-open DIR KEY`).
     var keepWork = false
+    /// The byte cap of the latency workload's cache.
+    var cap = 64 << 20
+    /// Puts the latency workload's writer does while the reader is timed.
+    var latencyPuts = 20_000
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
         func value() throws -> String {
             guard let next = rest.popFirst() else { throw WorkloadError.usage("missing value") }
             return next
+        }
+        func count(_ name: String, atLeast minimum: Int) throws -> Int {
+            let text = try value()
+            guard let number = Int(text), number >= minimum else {
+                throw WorkloadError.usage("\(name) needs a whole number of at least \(minimum), got \(text)")
+            }
+            return number
         }
         while let argument = rest.popFirst() {
             switch argument {
@@ -55,6 +70,8 @@ struct Options {
             case "--files": files = try value()
             case "--work": work = try value()
             case "--keep-work": keepWork = true
+            case "--cap": cap = try count("--cap", atLeast: 1 << 20)
+            case "--latency-puts": latencyPuts = try count("--latency-puts", atLeast: 1)
             case "--help", "-h":
                 print(usage)
                 exit(0)
@@ -72,11 +89,20 @@ struct Measurement: Encodable {
     let bytes: Int
     var hitRatio: Double?
     var indexBytesPerEntry: Int?
+    /// Gets that found nothing (the latency workload).
+    var misses: Int?
+    /// Per-operation latency percentiles (the latency workload).
+    var latency: Latency?
+    /// GC runs, journal rewrites and evictions during the phase (the latency workload).
+    var maintenance: Maintenance?
+    /// How the phase was set up, when the table does not say.
+    var note: String?
     var opsPerSecond: Double { Double(ops) / seconds }
     var megabytesPerSecond: Double { Double(bytes) / 1e6 / seconds }
 
     enum CodingKeys: String, CodingKey {
-        case workload, ops, seconds, bytes, hitRatio, indexBytesPerEntry, opsPerSecond, megabytesPerSecond
+        case workload, ops, seconds, bytes, hitRatio, indexBytesPerEntry, misses, latencyMicroseconds, maintenance, note
+        case opsPerSecond, megabytesPerSecond
     }
     func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -86,6 +112,10 @@ struct Measurement: Encodable {
         try container.encode(bytes, forKey: .bytes)
         try container.encodeIfPresent(hitRatio, forKey: .hitRatio)
         try container.encodeIfPresent(indexBytesPerEntry, forKey: .indexBytesPerEntry)
+        try container.encodeIfPresent(misses, forKey: .misses)
+        try container.encodeIfPresent(latency, forKey: .latencyMicroseconds)
+        try container.encodeIfPresent(maintenance, forKey: .maintenance)
+        try container.encodeIfPresent(note, forKey: .note)
         try container.encode(opsPerSecond, forKey: .opsPerSecond)
         try container.encode(megabytesPerSecond, forKey: .megabytesPerSecond)
     }
@@ -190,6 +220,9 @@ func run(_ options: Options) throws -> [Measurement] {
             results.append(try w5(options, corpus: corpus!))
         case "placement":
             results += try placement(options)
+        case "latency":
+            guard options.engine == "blobcache" else { continue }
+            results += try latency(options)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }
@@ -353,6 +386,7 @@ do {
         print(String(format: "%-12@ %7d %11.4f %10.0f %10.1f   %@", result.workload as NSString, result.ops, result.seconds,
                      result.opsPerSecond, result.megabytesPerSecond, (result.hitRatio.map { String(format: "%.3f", $0) } ?? "") as NSString))
     }
+    printLatencies(results)
     let rss = peakRSSKilobytes()
     print("peak RSS: \(rss / 1024) MiB (includes the corpus held in memory)")
     struct Line: Encodable { let engine: String; let codec: String; let peakRSSKiB: Int; let results: [Measurement] }

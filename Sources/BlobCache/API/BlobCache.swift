@@ -83,7 +83,7 @@ public final class BlobCache: Sendable {
     ///     if let bytes = try cache.bytes(forKey: "avatar/42") { show(bytes) }
     public func bytes(forKey key: String) throws -> [UInt8]? {
         guard let ticket = try perform({ $0.beginRead(key: key) }) else { return nil }
-        return try finishRead(ticket)
+        return try finishRead(ticket, key: key)
     }
 
     /// The value stored under `key` as `Data`, for Foundation code; see `bytes(forKey:)`.
@@ -278,12 +278,12 @@ public final class BlobCache: Sendable {
         return prepared.id
     }
 
-    private func finishRead(_ ticket: CacheEngine.ReadTicket) throws -> [UInt8]? {
+    private func finishRead(_ ticket: CacheEngine.ReadTicket, key: String? = nil) throws -> [UInt8]? {
         switch try pipeline.read(ticket.info, at: ticket.location) {
         case .success(let value):
             return value
         case .failure:
-            switch try perform({ try $0.blobFailed(ticket.info) }) {
+            switch try perform({ try $0.blobFailed(ticket.info, key: key) }) {
             case .value(let value): return value
             case .miss: return nil
             case .damaged(let error): throw error

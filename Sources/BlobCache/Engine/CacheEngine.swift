@@ -225,9 +225,12 @@ final class CacheEngine: @unchecked Sendable {
     /// Handles a blob that failed its checks on read. The failure is trusted only if the blob
     /// still fails when read again under the lock, where nothing can remove or re-add it: a
     /// reader whose blob was deleted and stored again between its ticket and its open must not
-    /// drop the new, good copy.
-    func blobFailed(_ info: BlobInfo) throws -> ReadRecovery {
-        guard let current = index.blob(info.id) else {
+    /// drop the new, good copy. When the blob is gone because `key` was given another value
+    /// meanwhile, that value is read (the key was never absent, so a miss would be wrong).
+    func blobFailed(_ info: BlobInfo, key: String?) throws -> ReadRecovery {
+        var blob = index.blob(info.id)
+        if blob == nil, let key, let slot = index.slot(of: key) { blob = index.blob(ofEntry: slot) }
+        guard let current = blob else {
             counters.hits -= 1
             counters.misses += 1
             return .miss
@@ -238,12 +241,12 @@ final class CacheEngine: @unchecked Sendable {
         case .failure(let failure): damage = failure
         }
         var slots: [Int32] = []
-        for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { slots.append(slot) }
+        for slot in index.liveSlots where index.blob(ofEntry: slot).id == current.id { slots.append(slot) }
         for slot in slots { remove(slot: slot, reason: .repair) }
         counters.corruptReads += 1
         counters.hits -= 1
         counters.misses += 1
-        return .damaged(.corruptBlob(id: info.id, path: store.describe(current.info), reason: damage.detail))
+        return .damaged(.corruptBlob(id: current.id, path: store.describe(current.info), reason: damage.detail))
     }
 
     // MARK: Remove

@@ -153,16 +153,28 @@ struct FileIO: Sendable {
     }
 
     /// Creates a directory; an existing directory is fine. Returns true when it was created.
+    /// A directory another thread removes between this mkdir's EEXIST and the check that it
+    /// is one is made again.
     @discardableResult
     func makeDirectory(_ path: FilePath) throws -> Bool {
-        do {
-            try system.makeDirectory(path, permissions: Self.directoryPermissions)
-            return true
-        } catch .fileExists where (try? isDirectory(path)) == true {
-            return false
-        } catch {
-            throw BlobCacheError.io(operation: "mkdir", path: path.string, errno: error)
+        var failure = Errno.fileExists
+        for _ in 0..<8 {
+            do {
+                try system.makeDirectory(path, permissions: Self.directoryPermissions)
+                return true
+            } catch .fileExists {
+                switch try fileType(path) {
+                case .directory: return false
+                case nil: continue
+                case .regular, .other: failure = .fileExists
+                }
+                break
+            } catch {
+                failure = error
+                break
+            }
         }
+        throw BlobCacheError.io(operation: "mkdir", path: path.string, errno: failure)
     }
 
     /// The names in a directory (without `.` and `..`); empty when it does not exist. Any other

@@ -29,16 +29,17 @@ struct BlobPipeline: Sendable {
     }
 
     /// Writes a loose blob under a temporary name in its shard directory (fsynced when
-    /// synchronous). A shard directory that a concurrent compaction removed is made again.
+    /// synchronous). Shard directories are made when missing; since the engine removes empty
+    /// ones as it deletes blobs, one can vanish between its mkdir and the create: then again.
     func stage(_ blob: PreparedBlob) throws -> StagedLooseBlob {
         let final = files.loosePath(of: blob.id)
         let temporary = CacheFiles.stagingPath(beside: final)
         var fd: FileDescriptor?
-        for attempt in 0..<3 where fd == nil {
+        for attempt in 1...Self.stagingAttempts where fd == nil {
             do {
                 fd = try io.create(temporary)
-            } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where attempt < 2 {
-                try makeShardDirectories(for: final)
+            } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where attempt < Self.stagingAttempts {
+                do { try makeShardDirectories(for: final) } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
             }
         }
         guard let fd else { throw BlobCacheError.io(operation: "create", path: temporary.string, errno: .noSuchFileOrDirectory) }
@@ -53,6 +54,10 @@ struct BlobPipeline: Sendable {
         }
         return StagedLooseBlob(temporary: temporary, final: final)
     }
+
+    /// How often a stage tries to create its file before giving up on a shard directory that
+    /// keeps vanishing (each loss means another thread just deleted that shard's last blob).
+    static let stagingAttempts = 16
 
     /// Creates the two shard directories of `final`'s blob. When synchronous, their names are
     /// fsynced in their parents (whichever thread made them): the publish fsyncs only the leaf
