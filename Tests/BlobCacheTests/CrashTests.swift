@@ -35,72 +35,66 @@ struct CrashTests {
 
     @Test("50 SIGKILLs mid-set: every acknowledged set reads back with the right bytes")
     func killedWhileSetting() throws {
-        let run = CrashRun(mode: "set", seed: 50)
-        let rounds = Self.rounds(50)
-        for round in 0..<rounds {
-            try run.round(round, kill: .during("set", afterAcknowledgements: run.random(1...40)))
+        let run = CrashRun(mode: "set", seed: 50, rounds: Self.rounds(50))
+        for round in 0..<run.rounds {
+            // The writer only sets: a random moment of the next four sets.
+            try run.round(round, kill: .during(nil, afterAcknowledgements: run.random(1...20)))
             // Sets only append to the journal, so it is never compacted (which would delete
             // the snapshot): every open after the first restores the snapshot of the last check.
             if round > 0 { #expect(run.restoredFromSnapshot, "round \(round): the open did not restore the snapshot") }
         }
-        run.finish(rounds: rounds)
+        run.finish()
     }
 
-    @Test("35 SIGKILLs mid-remove: removed keys stay gone, the rest read back")
+    @Test("40 SIGKILLs mid-remove: removed keys stay gone, the rest read back")
     func killedWhileRemoving() throws {
-        let run = CrashRun(mode: "remove", seed: 51)
-        let rounds = Self.rounds(35)
-        for round in 0..<rounds {
+        let run = CrashRun(mode: "remove", seed: 51, rounds: Self.rounds(40))
+        for round in 0..<run.rounds {
             try run.round(round, kill: .during("rm", afterAcknowledgements: run.random(1...30)))
         }
-        run.finish(rounds: rounds)
+        run.finish()
     }
 
     @Test("35 SIGKILLs mid-clear: a clear happens entirely or not at all, and an acknowledged one leaves nothing")
     func killedWhileClearing() throws {
-        let run = CrashRun(mode: "clear", seed: 52)
-        let rounds = Self.rounds(35)
-        for round in 0..<rounds {
-            try run.round(round, kill: .during("clear", afterAcknowledgements: run.random(1...60)))
+        let run = CrashRun(mode: "clear", seed: 52, rounds: Self.rounds(35))
+        for round in 0..<run.rounds {
+            try run.round(round, kill: .during("clear", afterAcknowledgements: run.random(1...30)))
         }
-        run.finish(rounds: rounds)
-        #expect(run.clearsKilled > 0, "no kill landed before a clear's end")
+        run.finish()
     }
 
     @Test("40 SIGKILLs mid-eviction (a lowered cap, sets at the cap): the cap holds, survivors read back")
     func killedWhileEvicting() throws {
-        let run = CrashRun(mode: "evict", seed: 53, capped: true)
-        let rounds = Self.rounds(40)
-        for round in 0..<rounds {
+        let run = CrashRun(mode: "evict", seed: 53, rounds: Self.rounds(40), capped: true)
+        for round in 0..<run.rounds {
             // Even rounds: a lowering setLimits; odd rounds: a set under the cap.
             let op = round % 2 == 0 ? "limits" : "set"
-            try run.round(round, kill: .during(op, afterAcknowledgements: run.random(1...100)))
+            try run.round(round, kill: .during(op, afterAcknowledgements: run.random(1...40)))
         }
-        run.finish(rounds: rounds)
+        run.finish()
         #expect(run.evictions > 0, "the writer never evicted")
     }
 
     @Test("40 SIGKILLs mid-compaction (plain and recompressing to zlib): nothing is lost")
     func killedWhileCompacting() throws {
-        let run = CrashRun(mode: "compact", seed: 54)
-        let rounds = Self.rounds(40)
-        for round in 0..<rounds {
+        let run = CrashRun(mode: "compact", seed: 54, rounds: Self.rounds(40))
+        for round in 0..<run.rounds {
             let op = round % 2 == 0 ? "compact" : "compact-zlib"
-            try run.round(round, kill: .during(op, afterAcknowledgements: run.random(1...50)))
+            try run.round(round, kill: .during(op, afterAcknowledgements: run.random(1...20)))
         }
-        run.finish(rounds: rounds)
+        run.finish()
         #expect(run.codecsSeen.contains("zlib"), "no blob was ever recompressed to zlib")
         #expect(run.codecsSeen.contains("lz4"))
     }
 
     @Test("30 SIGKILLs during churn under a 256 KiB cap: pack GC and eviction leave every live entry readable")
     func killedWhileCollecting() throws {
-        let run = CrashRun(mode: "gc", seed: 55, capped: true)
-        let rounds = Self.rounds(30)
-        for round in 0..<rounds {
-            try run.round(round, kill: .during(nil, afterAcknowledgements: run.random(1...150)))
+        let run = CrashRun(mode: "gc", seed: 55, rounds: Self.rounds(30), capped: true)
+        for round in 0..<run.rounds {
+            try run.round(round, kill: .during(nil, afterAcknowledgements: run.random(1...80)))
         }
-        run.finish(rounds: rounds)
+        run.finish()
         #expect(run.collections > 0, "no pack garbage collection ran")
         #expect(run.evictions > 0, "the writer never evicted")
         // The writer wrote megabytes in 64 KiB segments under a 256 KiB cap: without
@@ -114,10 +108,11 @@ final class CrashRun {
     /// Where to kill a writer.
     enum KillPoint {
         /// Once the writer has acknowledged `count` operations, at a random moment of the next
-        /// `op` (`nil`: any; `limits`: a lowering one; `set` in a capped run: one under the cap):
-        /// after reading the line announcing it, spin for a random part of the time that kind
-        /// of operation last took, then SIGKILL. (Time only places the kill; no check depends
-        /// on it: the writer's lines say what was in flight.)
+        /// `op` (`limits`: a lowering one; `set` in a capped run: one under the cap): after
+        /// reading the line announcing it, spin for a random part of the time that kind of
+        /// operation last took, then SIGKILL. `nil`: the next operation of any kind, spinning
+        /// for a random part of the time the last four took. (Time only places the kill; no
+        /// check depends on it: the writer's lines say what was in flight.)
         case during(String?, afterAcknowledgements: Int)
     }
 
@@ -125,6 +120,8 @@ final class CrashRun {
     enum Expect { case present, absent, either }
 
     let mode: String
+    /// How many writers to kill.
+    let rounds: Int
     let capped: Bool
     let directory = TemporaryDirectory()
     private var generator: SeededGenerator
@@ -137,13 +134,17 @@ final class CrashRun {
     private var held = 0
     /// How long each kind of operation last took, from its "do" to its "ok".
     private var durations: [String: Duration] = [:]
+    /// How long the last four operations took.
+    private var recent: [Duration] = []
     private var expectedValues: [Int: (bytes: [UInt8], id: BlobID)] = [:]
 
     private(set) var kills = 0
-    var writerTime = Duration.zero, checkTime = Duration.zero, fsckTime = Duration.zero
+    /// Kills whose set, remove or clear in flight had taken effect (its records were written).
+    private(set) var landed = 0
+    /// The key whose state tells whether the set or remove in flight took effect, and which.
+    private var probe: (n: Int, set: Bool)?
     /// Kills by the operation in flight ("none": between an acknowledgement and the next "do").
     private(set) var killedIn: [String: Int] = [:]
-    private(set) var clearsKilled = 0
     private(set) var acknowledged = 0
     private(set) var evictions = 0
     private(set) var collections = 0
@@ -151,8 +152,9 @@ final class CrashRun {
     private(set) var codecsSeen: Set<String> = []
     private(set) var restoredFromSnapshot = false
 
-    init(mode: String, seed: UInt64, capped: Bool = false) {
+    init(mode: String, seed: UInt64, rounds: Int, capped: Bool = false) {
         self.mode = mode
+        self.rounds = rounds
         self.capped = capped
         self.generator = SeededGenerator(seed: seed)
     }
@@ -190,7 +192,6 @@ final class CrashRun {
     /// Starts a writer, kills it at `point`, reads everything it said, and checks the directory.
     func round(_ round: Int, kill point: KillPoint) throws {
         let child = try ChildProcess(arguments: [directory.path, mode, String(generator.next() >> 1), String(nextKey)])
-        let t0 = ContinuousClock().now
         var killed = false
         var acknowledgements = 0
         var inFlight: (op: String, arguments: [Substring], started: ContinuousClock.Instant)?
@@ -209,22 +210,26 @@ final class CrashRun {
                 let op = String(parts[1])
                 if !killed, case .during(let target, let count) = point, acknowledgements >= count, target == nil || target == op {
                     let eligible = switch op {
-                    case "limits": parts.count == 3 && cap.map { Int(parts[2])! < $0 } ?? true
+                    case "limits": parts.count == 3 && cap.map { (Int(parts[2]) ?? .max) < $0 } ?? true
                     case "set": !capped || cap != nil
                     default: true
                     }
                     if eligible {
-                        if let last = durations[op] {
-                            let deadline = clock.now + last / 1000 * Int(generator.next() % 1000)
-                            while clock.now < deadline {}
-                        }
+                        // Any operation: the window spans the last four, so the kill lands in
+                        // the slow ones (those collecting pack garbage) as often as time says.
+                        let window = target == nil ? recent.reduce(.zero, +) : durations[op] ?? .zero
+                        let deadline = clock.now + window / 1000 * Int(generator.next() % 1000)
+                        while clock.now < deadline {}
                         child.kill()
                         killed = true
                     }
                 }
             case "ok" where parts.count >= 2:
                 let op = String(parts[1])
-                if let started = inFlight?.started, inFlight?.op == op, !killed { durations[op] = clock.now - started }
+                if let started = inFlight?.started, inFlight?.op == op, !killed {
+                    durations[op] = clock.now - started
+                    recent = Array((recent + [clock.now - started]).suffix(4))
+                }
                 inFlight = nil
                 acknowledge(parts, round: round)
                 acknowledgements += 1
@@ -238,13 +243,10 @@ final class CrashRun {
             return
         }
         kills += 1
-        writerTime += clock.now - t0
-        let t1 = clock.now
-        defer { checkTime += clock.now - t1 }
         let (bound, clearGroup, label) = settle(inFlight.map { ($0.op, $0.arguments) })
         killedIn[label, default: 0] += 1
         try check(round: round, context: "round \(round) (killed in \(label))", bound: bound, clearGroup: clearGroup,
-                  fsck: round % 4 == 3)
+                  fsck: round % 4 == 3 || round == rounds - 1)
     }
 
     /// Applies an acknowledgement (`ok OP ARGS [ATTRS]`) to the model.
@@ -300,16 +302,21 @@ final class CrashRun {
         let everyHeld = model.filter { $0.value == .present }.map(\.key)
         switch op {
         case "set":
-            if let n = arguments.first.flatMap({ Self.number($0) }) { model[n] = .either }
+            if let n = arguments.first.flatMap({ Self.number($0) }) {
+                model[n] = .either
+                probe = (n, true)
+            }
             // A set under a cap may evict any held key.
             if cap != nil { for n in everyHeld { model[n] = .either } }
             return (cap, [], cap == nil ? "set" : "set at cap")
         case "rm":
-            if let n = arguments.first.flatMap({ Self.number($0) }), model[n] == .present { model[n] = .either }
+            if let n = arguments.first.flatMap({ Self.number($0) }), model[n] == .present {
+                model[n] = .either
+                probe = (n, false)
+            }
             return (cap, [], "rm")
         case "clear":
             for n in everyHeld { model[n] = .either }
-            clearsKilled += 1
             return (cap, everyHeld, "clear")
         case "limits":
             let new = arguments.first.flatMap { Int($0) }
@@ -328,12 +335,10 @@ final class CrashRun {
 
     private func check(round: Int, context: String, bound: Int?, clearGroup: [Int], fsck: Bool) throws {
         if fsck {
-            let t2 = ContinuousClock().now
-            defer { fsckTime += ContinuousClock().now - t2 }
             var options = BlobCache.CheckOptions()
             options.limits = BlobCache.Limits(maxStoredBytes: bound)
             let report = try BlobCache.check(directory: directory.path, options: options)
-            for finding in report.errors { Issue.record("\(context): fsck: \(finding)") }
+            for finding in report.errors { Issue.record("\(context): fsck of the directory the kill left: \(finding)") }
             fscks += 1
         }
         var configuration = BlobCache.Configuration()
@@ -390,7 +395,10 @@ final class CrashRun {
             let survivors = clearGroup.filter(present.contains)
             #expect(survivors.isEmpty || survivors.count == clearGroup.count,
                     "\(context): the clear in flight removed \(clearGroup.count - survivors.count) of \(clearGroup.count) keys: survivors \(survivors.sorted().prefix(10))")
+            if survivors.isEmpty { landed += 1 }
         }
+        if let (n, set) = probe, present.contains(n) == set { landed += 1 }
+        probe = nil
 
         // 2: every listed key reads back (the model's keys were read above), and every key that reads is listed.
         var listed: Set<Int> = []
@@ -416,10 +424,11 @@ final class CrashRun {
     }
 
     /// Prints the kill count and what the kills interrupted, and checks the count.
-    func finish(rounds: Int) {
+    func finish() {
         let interrupted = killedIn.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        print("kills: \(mode): \(kills) (in flight: \(interrupted); \(acknowledged) operations acknowledged, "
-              + "\(evictions) evictions, \(collections) pack collections, \(fscks) fscks) TIMING writer \(writerTime) check \(checkTime) fsck \(fsckTime)")
+        print("kills: \(mode): \(kills) (in flight: \(interrupted); \(landed) had taken effect; "
+              + "\(acknowledged) operations acknowledged, "
+              + "\(evictions) evictions, \(collections) pack collections, \(fscks) fscks)")
         #expect(kills == rounds, "\(mode): \(kills) kills of \(rounds) rounds")
     }
 }

@@ -23,7 +23,7 @@ struct StressTests {
     /// One key's history: the states it held in order (`nil`: absent) and the one a write in
     /// flight is giving it. Writers hold `writer` across the cache call.
     final class KeyHistory: Sendable {
-        let writer = Locked(())
+        let writer = NSLock()
         private let record = Locked<(states: [[UInt8]?], inFlight: [UInt8]??)>(([nil], nil))
 
         /// Index of the current state.
@@ -36,7 +36,7 @@ struct StressTests {
 
         /// Makes `state` the key's state by `write` (holding the writer lock).
         func write(_ state: [UInt8]?, _ write: () throws -> Void) throws {
-            try writer.withLock { _ in
+            try writer.withLock {
                 record.withLock { $0.inFlight = .some(state) }
                 defer { record.withLock { $0.inFlight = nil } }
                 try write()

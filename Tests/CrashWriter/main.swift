@@ -12,11 +12,11 @@
 //     set      sets new keys, nothing else (no limits)
 //     remove   sets new keys and removes random held ones (now and then an absent one: key--N)
 //     clear    sets a batch of 1…40 new keys, then removes them all (removeAll()); repeats
-//     evict    caps the cache at 256 KiB (setLimits), sets 20…80 new keys at the cap, lowers
-//              the cap to 32…160 KiB (setLimits, evicting at once), sets 5…30 keys at that
-//              cap, raises it back to 256 KiB; repeats
-//     compact  sets new keys and removes held ones (about 40…150 held), then compact() or
-//              compact(recompressingTo: .zlib(level: 1)), alternately; repeats
+//     evict    caps the cache at 256 KiB (setLimits), sets 10…40 new keys (at the cap once it
+//              is full), lowers the cap to 32…160 KiB (setLimits, evicting at once), sets
+//              5…20 keys at that cap, raises it back to 256 KiB; repeats
+//     compact  5…25 times sets a new key or removes a held one (keeping about 40…150), then
+//              compact() or compact(recompressingTo: .zlib(level: 1)), alternately; repeats
 //     gc       caps the cache at 256 KiB and sets new keys, removing a held one every third
 //              set: eviction and pack garbage collection run on almost every operation
 //
@@ -167,14 +167,14 @@ final class Writer {
         case "evict":
             while true {
                 try limit(256 << 10)
-                for _ in 0..<generator.next(in: 20...80) { try setNew() }
+                for _ in 0..<generator.next(in: 10...40) { try setNew() }
                 try limit(generator.next(in: 32...160) << 10)
-                for _ in 0..<generator.next(in: 5...30) { try setNew() }
+                for _ in 0..<generator.next(in: 5...20) { try setNew() }
             }
         case "compact":
             var zlib = generator.next() % 2 == 0
             while true {
-                for _ in 0..<generator.next(in: 10...40) {
+                for _ in 0..<generator.next(in: 5...25) {
                     if held.count < 40 || (held.count < 150 && generator.next() % 5 < 3) { try setNew() } else { try removeOne() }
                 }
                 try compact(zlib: zlib)

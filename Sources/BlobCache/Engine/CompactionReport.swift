@@ -74,10 +74,13 @@ extension CacheEngine {
         return report
     }
 
-    /// Deletes the staged files other processes left in the shard directories (a writer that
-    /// crashed between staging and publishing), by name alone: no file is read or stat'ed.
-    /// Open runs it when the journal shows a crash; compact and fsck --repair always sweep.
+    /// Deletes the staged files other processes left in `packs/` and the shard directories (a
+    /// writer that crashed between staging and publishing), by name alone: no file is read or
+    /// stat'ed. Open runs it when the journal shows a crash; compact and fsck --repair always sweep.
     func sweepStaleTemporaries() throws {
+        for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && !CacheFiles.isOwnStagingName(name) {
+            _ = try? io.remove(files.packs.appending(name))
+        }
         for shard in try io.listDirectory(files.objects) where shard.count == 1 {
             let shardPath = files.objects.appending(shard)
             for leaf in (try? io.listDirectory(shardPath)) ?? [] where leaf.count == 1 {

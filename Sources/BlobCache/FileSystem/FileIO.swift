@@ -66,6 +66,9 @@ struct FileIO: Sendable {
 
     /// Reads up to `count` bytes at `offset`; fewer only at end of file.
     func read(_ fd: FileDescriptor, count: Int, at offset: Int64, path: FilePath) throws -> [UInt8] {
+        // An empty array made by `init(unsafeUninitializedCapacity:)` is the shared empty
+        // storage, whose count that initializer writes: a race ThreadSanitizer reports.
+        guard count > 0 else { return [] }
         var filled = 0
         var failure: Errno?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in

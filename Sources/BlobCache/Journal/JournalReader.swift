@@ -14,8 +14,8 @@ struct JournalReader {
 
     /// How many frames the image holds, by their length fields alone (no checksums): an upper
     /// bound on the entries replay can make, to size the index before it starts. Stops at a
-    /// frame no record can have (a zero length: every record has a kind byte), so that a
-    /// zero-filled tail, what a power cut can leave, does not count as millions of records.
+    /// frame no record can have (a zero length: no kind of record has an empty payload), so
+    /// that a zero-filled tail, what a power cut can leave, does not count as millions of records.
     static func countFrames(records image: UnsafeRawBufferPointer) -> Int {
         var offset = 0, count = 0
         while image.count - offset >= JournalFormat.frameSize {

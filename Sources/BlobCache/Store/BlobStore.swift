@@ -84,23 +84,33 @@ final class BlobStore: @unchecked Sendable {
         return try startSegment()
     }
 
-    /// Closes the active segment for appends and starts the next one.
+    /// Closes the active segment for appends and starts the next one. The segment gets its
+    /// name only once its header is written (a staged file renamed into place), so no crash
+    /// leaves a segment without a header.
     @discardableResult
     func startSegment() throws -> PackSegment {
         let number = (segments.keys.max() ?? 0) + 1
         let path = files.segmentPath(number)
-        let fd = try io.open(path, .readWrite, options: [.create, .truncate, .noFollow], permissions: FileIO.filePermissions)
-        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
-        try PackFormat.segmentHeader(number: number).withUnsafeBytes {
-            try io.writeAll(fd, $0, at: 0, path: path)
+        let temporary = CacheFiles.stagingPath(beside: path)
+        let fd = try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
+                             permissions: FileIO.filePermissions)
+        do {
+            try PackFormat.segmentHeader(number: number).withUnsafeBytes {
+                try io.writeAll(fd, $0, at: 0, path: temporary)
+            }
+            if synchronous { try io.sync(fd, path: temporary) }
+            try io.rename(temporary, to: path)
+            if synchronous { try io.syncDirectory(files.packs) }
+        } catch {
+            io.close(fd)
+            _ = try? io.remove(temporary)
+            throw error
         }
-        if synchronous {
-            try io.sync(fd, path: path)
-            try io.syncDirectory(files.packs)
-        } else {
+        if !synchronous {
             unsyncedSegments.insert(number)
             packsDirectoryUnsynced = true
         }
+        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
         segments[number] = segment
         segmentSizes[number] = Int64(PackFormat.segmentHeaderSize)
         activeSegment = segment

@@ -48,6 +48,8 @@ struct DirectoryScan {
             let path = packs.appending(name)
             if let number = PackFormat.segmentNumber(fromFileName: name), try io.isRegularFile(path) {
                 segments.append((number, path))
+            } else if CacheFiles.isStagingName(name), try io.isRegularFile(path) {
+                temporaryFiles.append(path)
             } else {
                 unknownFiles.append(path)
             }

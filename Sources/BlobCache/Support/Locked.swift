@@ -6,7 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// A value behind a `pthread_mutex_t`: the lock every shared state here uses.
+/// A value behind a `pthread_mutex_t`: the lock every shared state here uses. (Guard a value:
+/// a `Locked<Void>` makes ThreadSanitizer see the lock's own field as the guarded variable.)
 ///
 /// Not `Synchronization.Mutex`: on Linux ThreadSanitizer does not see that one's futex, and
 /// reports races in correct programs; a pthread mutex it understands, so the suite runs

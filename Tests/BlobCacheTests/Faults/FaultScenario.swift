@@ -56,6 +56,9 @@ struct FaultScenario: Sendable, CustomStringConvertible {
             $0.maxStoredBytes = limits.maxStoredBytes
             $0.maxEntries = limits.maxEntries
             $0.snapshotThreshold = 0
+            // Other tests spawn child processes: between fork and exec a child briefly holds
+            // a copy of every descriptor, the lock's included. Wait for it rather than fail.
+            $0.waitForLock = true
         }
     }
 
@@ -89,6 +92,7 @@ struct FaultScenario: Sendable, CustomStringConvertible {
         if fsckMayRepair {
             var options = BlobCache.CheckOptions()
             options.repair = true
+            options.waitForLock = true
             let report = try BlobCache.check(directory: directory, options: options)
             #expect(report.errorsLeft.isEmpty, "\(label): fsck --repair left \(report.errorsLeft)")
         }
@@ -134,7 +138,9 @@ struct FaultScenario: Sendable, CustomStringConvertible {
         if let cap = limits.maxStoredBytes { #expect(totals.storedBytes <= cap, "\(label)") }
         if let cap = limits.maxEntries { #expect(totals.entries <= cap, "\(label)") }
         try cache.close()
-        let report = try BlobCache.check(directory: directory)
+        var options = BlobCache.CheckOptions()
+        options.waitForLock = true
+        let report = try BlobCache.check(directory: directory, options: options)
         let errors = report.findings.filter { $0.severity == .error }
         #expect(errors.isEmpty, "\(label): fsck found \(errors)")
     }
