@@ -25,6 +25,7 @@ if [[ ${1:-} == --sanitize ]]; then
   export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-10}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0}
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/Tools/lsan.supp}
 fi
 swift build --build-tests "${build[@]}"
 swift test --skip-build "${build[@]}" "$@"

@@ -71,13 +71,13 @@ struct Maintenance: Encodable {
     let packCollections: Int
     let journalCompactions: Int
     let evictions: Int
-    let longestMaintenancePut: Double
+    let longestMaintenancePutMicroseconds: Double
 
     init(from before: BlobCache.Counters, to after: BlobCache.Counters, puts: [ClosedRange<UInt64>]) {
         packCollections = after.packCollections - before.packCollections
         journalCompactions = after.journalCompactions - before.journalCompactions
         evictions = after.evictions - before.evictions
-        longestMaintenancePut = Double(puts.map { $0.upperBound - $0.lowerBound }.max() ?? 0) / 1e3
+        longestMaintenancePutMicroseconds = Double(puts.map { $0.upperBound - $0.lowerBound }.max() ?? 0) / 1e3
     }
 
     /// Whether a pack GC run or journal rewrite happened between two readings of the counters.
@@ -325,7 +325,7 @@ func printLatencies(_ results: [Measurement]) {
         if let maintenance = result.maintenance {
             print(String(format: "%@: %d pack collections, %d journal rewrites, %d evictions during the run; the longest put that ran one took %.1f ms",
                          result.workload as NSString, maintenance.packCollections, maintenance.journalCompactions, maintenance.evictions,
-                         maintenance.longestMaintenancePut / 1e3))
+                         maintenance.longestMaintenancePutMicroseconds / 1e3))
         }
         if let note = result.note { print("\(result.workload): \(note)") }
     }
