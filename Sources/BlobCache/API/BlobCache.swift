@@ -49,7 +49,8 @@ public final class BlobCache: Sendable {
             let saved = try Self.defaultLimits(in: files, io: io)
             let limits = Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,
                                 maxEntries: configuration.maxEntries ?? saved.maxEntries)
-            let (engine, report) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits)
+            let (engine, report) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
+                                                        previousHolderCrashed: lock.previousHolderCrashed)
             self.state = Locked(engine)
             self.openReport = report
             self.pipeline = engine.pipeline
@@ -188,15 +189,17 @@ public final class BlobCache: Sendable {
         try state.withLock { engine in
             guard let open = engine else { return }
             engine = nil
-            defer { lock.release() }
+            var clean = false
+            defer { lock.release(cleanly: clean) }
             // After a failed journal write there is nothing safe to add: reopening replays the
             // journal as it stands.
             guard open.journal.failure == nil else { return }
             try open.persistRecency()
-            try open.compactJournalIfRedundant()
+            try? open.compactJournalIfRedundant()
             try open.journal.sync()
             open.writeSnapshotIfWorthIt()
             try? open.lifetimeCounters.save(in: open.files, io: open.io)
+            clean = true
         }
     }
 

@@ -29,7 +29,14 @@ extension CacheEngine {
     /// process that only reads adds an access record per entry per `accessJournalInterval` at
     /// most, so its journal stays within that bound too.
     func compactJournalIfRedundant() throws {
-        if journal.size > Int64(2 * compactedJournalBytes + journalSlack) { try compactJournal() }
+        guard journal.size > max(Int64(2 * compactedJournalBytes + journalSlack), journalCompactionBackoff) else { return }
+        do {
+            try compactJournal()
+            journalCompactionBackoff = 0
+        } catch {
+            journalCompactionBackoff = journal.size + Int64(journalSlack)
+            throw error
+        }
     }
 
     /// Rewrites the journal to one `set` record per live entry, in LRU order (docs/FORMAT.md).
@@ -79,7 +86,17 @@ extension CacheEngine {
     /// no more than it must.
     func collectPackGarbageIfWorthIt() throws {
         let allowance = packGarbageAllowance
-        guard deadPackBytes > allowance else { return }
+        guard deadPackBytes > max(allowance, packCollectionBackoff) else { return }
+        do {
+            try collectPackGarbageNow(allowance: allowance)
+            packCollectionBackoff = 0
+        } catch {
+            packCollectionBackoff = deadPackBytes + allowance / 2
+            throw error
+        }
+    }
+
+    private func collectPackGarbageNow(allowance: Int) throws {
         // The newest segment takes appends and is never collected: close it when it holds
         // its share of the dead bytes, so that they can be collected.
         if let newest = store.activeSegmentNumber, deadFraction(ofSegment: newest) >= Self.victimFraction {
@@ -142,6 +159,12 @@ extension CacheEngine {
             for info in (moving[number] ?? []).sorted(by: { Self.offset($0) < Self.offset($1) }) {
                 guard case .packed(_, let offset) = info.place else { continue }
                 let image = try io.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path)
+                guard image.count == info.footprint else {
+                    // The record was cut short (a power cut in .processCrashSafe mode): copying
+                    // it would misplace every record after it. Its entries go, as a read would drop them.
+                    for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .repair) }
+                    continue
+                }
                 var moved = info
                 moved.place = try image.withUnsafeBytes { try store.appendRecord($0) }
                 index.relocate(moved)

@@ -4,7 +4,7 @@ extension CacheEngine {
     /// Opens the cache state in `directory` (which the caller has locked): replays the journal,
     /// repairs what a crash can leave, drops expired entries and trims to the limits.
     static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration,
-                     limits: BlobCache.Limits) throws -> (CacheEngine, BlobCache.OpenReport) {
+                     limits: BlobCache.Limits, previousHolderCrashed: Bool = false) throws -> (CacheEngine, BlobCache.OpenReport) {
         let synchronous = configuration.durability == .powerLossSafe
         let store = try BlobStore(files: files, io: io,
                                   segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
@@ -86,7 +86,7 @@ extension CacheEngine {
         if journal == nil || report.recovery.requiresRewrite {
             try engine.compactJournal()
         }
-        if report.recovery != .none { try engine.sweepStaleTemporaries() }
+        if previousHolderCrashed || report.recovery != .none { try engine.sweepStaleTemporaries() }
         try engine.trimNewestSegment()
         let evictionsBefore = engine.counters.evictions
         report.expiredAtOpen = try engine.perform { engine.removeExpired() }

@@ -27,6 +27,14 @@ final class CacheEngine: @unchecked Sendable {
     var snapshotThreshold: Int64 = 64 * 1024
     var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
+    /// Maintenance runs that failed after their operation had committed (kept for tests and
+    /// `totals`; the operation itself succeeded).
+    var maintenanceFailures = 0
+    /// Journal size below which a compaction that failed is not tried again.
+    var journalCompactionBackoff: Int64 = 0
+    /// Dead pack bytes below which a collection that failed is not tried again.
+    var packCollectionBackoff = 0
+
     /// What the running operation deletes once its journal records are down.
     private var disposals: [Disposal] = []
     /// Whether those deletions destroy data that was durable (a moved record's old copy), so
@@ -66,12 +74,20 @@ final class CacheEngine: @unchecked Sendable {
         return try outcome.get()
     }
 
-    /// Ends an operation; see `perform`.
+    /// Ends an operation; see `perform`. Once its records are down the operation has taken
+    /// effect: pack GC and journal compaction after it are maintenance, and a failure there
+    /// (say ENOSPC while copying) does not fail the operation. It is retried only after the
+    /// dead bytes or the journal grew by another allowance, not on every call. A failure that
+    /// stopped the journal still throws.
     private func commit() throws {
         evictToLimits()
         try commitRecords()
-        try collectPackGarbageIfWorthIt()
-        try compactJournalIfRedundant()
+        do {
+            try collectPackGarbageIfWorthIt()
+            try compactJournalIfRedundant()
+        } catch where journal.failure == nil {
+            maintenanceFailures += 1
+        }
     }
 
     /// Writes the pending records and then performs the queued deletions. When a deletion
@@ -82,7 +98,15 @@ final class CacheEngine: @unchecked Sendable {
         let due = disposals, durable = disposalsDestroyDurableData
         disposals.removeAll()
         disposalsDestroyDurableData = false
-        if durable { try store.syncAll() }
+        if durable {
+            // A failed fsync may have dropped the pages it could not write and marked them
+            // clean, so a later fsync would report success for copies that never reached the
+            // disk: the records naming those copies must never be written. Stop until reopen.
+            do { try store.syncAll() } catch {
+                journal.abandon(because: error)
+                throw error
+            }
+        }
         try journal.flush()
         if durable { try journal.sync() }
         for disposal in due {
@@ -229,10 +253,17 @@ final class CacheEngine: @unchecked Sendable {
     /// meanwhile, that value is read (the key was never absent, so a miss would be wrong).
     func blobFailed(_ info: BlobInfo, key: String?) throws -> ReadRecovery {
         var blob = index.blob(info.id)
-        if blob == nil, let key, let slot = index.slot(of: key) { blob = index.blob(ofEntry: slot) }
-        guard let current = blob else {
+        if blob == nil, let key, let slot = index.slot(of: key), index.entry(at: slot).expiry > now() {
+            blob = index.blob(ofEntry: slot)
+        }
+        // Only keyed reads counted a hit (reads by id count nothing).
+        func countMiss() {
+            guard key != nil else { return }
             counters.hits -= 1
             counters.misses += 1
+        }
+        guard let current = blob else {
+            countMiss()
             return .miss
         }
         let damage: BlobDamage
@@ -244,8 +275,7 @@ final class CacheEngine: @unchecked Sendable {
         for slot in index.liveSlots where index.blob(ofEntry: slot).id == current.id { slots.append(slot) }
         for slot in slots { remove(slot: slot, reason: .repair) }
         counters.corruptReads += 1
-        counters.hits -= 1
-        counters.misses += 1
+        countMiss()
         return .damaged(.corruptBlob(id: current.id, path: store.describe(current.info), reason: damage.detail))
     }
 

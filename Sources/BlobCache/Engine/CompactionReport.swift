@@ -47,7 +47,7 @@ extension CacheEngine {
             if try io.remove(path) { report.danglingBlobsDeleted += 1 }
         }
         // Staged files of this process may belong to sets in flight on other threads.
-        for path in scan.temporaryFiles where !CacheFiles.isOwnStagingName(path.lastComponent?.string ?? "") {
+        for path in scan.temporaryFiles where !files.isOwnStagingName(path.lastComponent?.string ?? "") {
             report.blobBytesReclaimed += Int(io.status(path)?.st_size ?? 0)
             if try io.remove(path) { report.temporaryFilesDeleted += 1 }
         }
@@ -76,9 +76,10 @@ extension CacheEngine {
 
     /// Deletes the staged files other processes left in `packs/` and the shard directories (a
     /// writer that crashed between staging and publishing), by name alone: no file is read or
-    /// stat'ed. Open runs it when the journal shows a crash; compact and fsck --repair always sweep.
+    /// stat'ed. Open runs it when the last holder of the lock did not close cleanly or the journal
+    /// shows a crash; compact and fsck --repair always sweep.
     func sweepStaleTemporaries() throws {
-        for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && !CacheFiles.isOwnStagingName(name) {
+        for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && !files.isOwnStagingName(name) {
             _ = try? io.remove(files.packs.appending(name))
         }
         for shard in try io.listDirectory(files.objects) where shard.count == 1 {
@@ -86,7 +87,7 @@ extension CacheEngine {
             for leaf in (try? io.listDirectory(shardPath)) ?? [] where leaf.count == 1 {
                 let leafPath = shardPath.appending(leaf)
                 for name in (try? io.listDirectory(leafPath)) ?? []
-                    where CacheFiles.isStagingName(name) && !CacheFiles.isOwnStagingName(name) {
+                    where CacheFiles.isStagingName(name) && !files.isOwnStagingName(name) {
                     _ = try? io.remove(leafPath.appending(name))
                 }
             }
@@ -122,9 +123,11 @@ extension CacheEngine {
             }
             index.relocate(moved)
             journal.append(.relocate(moved))
+            // Each blob's record goes down before the next blob is touched: a loose file was
+            // just replaced by rename, and the journal must not describe the old one for long.
+            try commitRecords()
             count += 1
         }
-        try commitRecords()
         return count
     }
 }

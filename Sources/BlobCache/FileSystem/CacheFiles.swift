@@ -10,7 +10,7 @@ import Musl
 ///
 ///     let files = CacheFiles(root: "/var/cache/app")
 ///     files.loosePath(of: id)      // /var/cache/app/objects/5/d/5d41402a…
-struct CacheFiles: Sendable, Hashable {
+struct CacheFiles: Sendable {
     let root: FilePath
     /// The journal, `DIR/journal`.
     let journal: FilePath
@@ -29,6 +29,9 @@ struct CacheFiles: Sendable, Hashable {
     /// `objects/` as text ending in a slash: loose paths are made on every read, and
     /// appending components one by one costs more than the read of a small file.
     private let objectsPrefix: String
+    /// `tmp.<pid>.<token>.`: the start of this open's staging names. The random token tells
+    /// this open's files from those of a crashed process that had the same pid.
+    private let ownStagingPrefix: String
 
     init(root: FilePath) {
         self.root = root
@@ -40,6 +43,7 @@ struct CacheFiles: Sendable, Hashable {
         objects = root.appending("objects")
         packs = root.appending("packs")
         objectsPrefix = objects.string + "/"
+        ownStagingPrefix = "\(Self.stagingPrefix)\(getpid()).\(String(UInt32.random(in: 0...UInt32.max), radix: 16))."
     }
 
     /// Files at the top of the directory that belong to the cache (besides `objects/`, `packs/`
@@ -65,17 +69,17 @@ struct CacheFiles: Sendable, Hashable {
     /// The temporary name a whole-file replacement of `path` writes first: `path.tmp`.
     static func temporary(for path: FilePath) -> FilePath { FilePath(path.string + ".tmp") }
 
-    /// A fresh temporary name for a loose blob staged beside its final place:
-    /// `tmp.<pid>.<random>` in the blob's shard directory.
-    static func stagingPath(beside final: FilePath) -> FilePath {
-        final.removingLastComponent().appending("\(stagingPrefix)\(getpid()).\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
+    /// A fresh temporary name for a file staged beside its final place (a loose blob in its
+    /// shard directory, a segment in `packs/`): `tmp.<pid>.<token>.<random>`.
+    func stagingPath(beside final: FilePath) -> FilePath {
+        final.removingLastComponent().appending("\(ownStagingPrefix)\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
     }
 
-    /// Whether a file name is a staged blob's temporary name.
+    /// Whether a file name is a staged file's temporary name.
     static func isStagingName(_ name: String) -> Bool { name.hasPrefix(stagingPrefix) }
 
-    /// Whether a staging name was made by this process (whose in-flight sets may still own it).
-    static func isOwnStagingName(_ name: String) -> Bool { name.hasPrefix("\(stagingPrefix)\(getpid()).") }
+    /// Whether a staging name was made by this open (whose sets in flight may still own it).
+    func isOwnStagingName(_ name: String) -> Bool { name.hasPrefix(ownStagingPrefix) }
 
     private static let stagingPrefix = "tmp."
 }

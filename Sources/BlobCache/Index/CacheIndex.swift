@@ -160,6 +160,7 @@ struct CacheIndex {
         oldest = parts.oldest
         newest = parts.newest
         guard keyTable.count == entries.count, blobTable.count == blobs.count,
+              Self.plausibleBlobs(blobs),
               let totals = Self.checkedTotals(entries: entries, blobs: blobs, keyBytes: keyArena.count,
                                               oldest: oldest, newest: newest) else { return nil }
         (pinnedEntries, entryLogicalBytes) = (totals.pinnedEntries, totals.entryLogicalBytes)
@@ -169,6 +170,19 @@ struct CacheIndex {
             storedBytes += info.footprint
             if blobs[slot].pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
+        }
+    }
+
+    /// Whether every restored blob record has lengths, a segment number and an offset that a
+    /// store could have written (checked before anything is summed or indexed by them: the
+    /// records may be damaged while their hash is still being checked).
+    private static func plausibleBlobs(_ blobs: FlatArray<Blob>) -> Bool {
+        blobs.withUnsafeBufferPointer { blobs in
+            blobs.allSatisfy { blob in
+                blob.rawLength >= 0 && blob.rawLength <= 1 << 48 && blob.payloadLength >= 0 && blob.payloadLength <= 1 << 48
+                    && (blob.segment == Blob.loose
+                        || (PackFormat.isValidSegmentNumber(blob.segment) && blob.offset <= UInt64(Int32.max) * 16))
+            }
         }
     }
 

@@ -101,6 +101,14 @@ final class JournalFile: @unchecked Sendable {
         do { try body() } catch { throw failed(error) }
     }
 
+    /// Stops the cache until it is reopened: something the pending records rely on (a pack
+    /// fsync) failed, so they must never be written. Reopening replays what was written.
+    func abandon(because error: any Error) {
+        pending.bytes.removeAll(keepingCapacity: true)
+        pendingNeedsSync = false
+        _ = failed(error)
+    }
+
     /// Whether `path` still names the file this journal appends to.
     private var namesOpenFile: Bool {
         guard let named = io.status(path), let open = try? io.system.status(descriptor) else { return false }

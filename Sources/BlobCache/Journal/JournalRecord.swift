@@ -118,7 +118,9 @@ enum JournalRecord: Equatable {
         }
         switch kind {
         case 0: return .loose
-        case 1: return .packed(segment: segment, offset: offset)
+        case 1:
+            guard PackFormat.isValidSegmentNumber(segment), offset <= UInt64(Int32.max) * 16 else { return nil }
+            return .packed(segment: segment, offset: offset)
         default: return nil
         }
     }

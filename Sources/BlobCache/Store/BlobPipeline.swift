@@ -33,7 +33,7 @@ struct BlobPipeline: Sendable {
     /// ones as it deletes blobs, one can vanish between its mkdir and the create: then again.
     func stage(_ blob: PreparedBlob) throws -> StagedLooseBlob {
         let final = files.loosePath(of: blob.id)
-        let temporary = CacheFiles.stagingPath(beside: final)
+        let temporary = files.stagingPath(beside: final)
         var fd: FileDescriptor?
         for attempt in 1...Self.stagingAttempts where fd == nil {
             do {

@@ -91,7 +91,7 @@ final class BlobStore: @unchecked Sendable {
     func startSegment() throws -> PackSegment {
         let number = (segments.keys.max() ?? 0) + 1
         let path = files.segmentPath(number)
-        let temporary = CacheFiles.stagingPath(beside: path)
+        let temporary = files.stagingPath(beside: path)
         let fd = try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
                              permissions: FileIO.filePermissions)
         do {

@@ -16,10 +16,16 @@ enum PackFormat {
     static func segmentNumber(fromFileName name: String) -> UInt32? {
         guard name.hasSuffix(".pack") else { return nil }
         let stem = name.dropLast(5)
-        guard stem.count >= 6, stem.allSatisfy({ $0.isASCII && $0.isNumber }), let number = UInt32(stem),
-              fileName(of: number) == name else { return nil }
+        guard stem.count >= 6, stem.count <= 8, stem.allSatisfy({ $0.isASCII && $0.isNumber }), let number = UInt32(stem),
+              isValidSegmentNumber(number), fileName(of: number) == name else { return nil }
         return number
     }
+
+    /// Segment numbers run from 1 to 2^24 (the index keeps a counter per number, so a damaged
+    /// or planted number must not make it allocate gigabytes).
+    static let maxSegmentNumber: UInt32 = 1 << 24
+
+    static func isValidSegmentNumber(_ number: UInt32) -> Bool { number >= 1 && number <= maxSegmentNumber }
 
     static func segmentHeader(number: UInt32) -> [UInt8] {
         var writer = BinaryWriter(capacity: segmentHeaderSize)

@@ -38,12 +38,17 @@ struct FaultScenario: Sendable, CustomStringConvertible {
 
     // MARK: The starting state
 
-    /// Packed values (3.8 KB, incompressible, so 24 of them fill more than one 64 KiB segment)
-    /// and loose ones (12 KB), under keys `p0`…, `l0`…; `e0`… expire after an hour.
+    /// Packed values (3.8 KB incompressible, so 24 of them fill more than one 64 KiB segment,
+    /// and four compressible ones) and loose ones (12 KB, 80 KB), under keys `p0`…, `l0`…;
+    /// `e0`… expire after an hour.
     static let seeded: [String: [UInt8]] = {
         var values: [String: [UInt8]] = [:]
-        for n in 0..<24 { values["p\(n)"] = Samples.random(3800, seed: UInt64(100 + n)) }
-        for n in 0..<4 { values["l\(n)"] = Samples.random(12_000, seed: UInt64(200 + n)) }
+        for n in 0..<24 { values["p\(n)"] = n < 4 ? Samples.compressible(9000, seed: UInt64(100 + n))
+                                                  : Samples.random(3800, seed: UInt64(100 + n)) }
+        // Compressible loose values, so that recompression really re-encodes: zlib packs the
+        // small ones (loose to packed) and keeps the large ones loose (replaced by rename).
+        for n in 0..<4 { values["l\(n)"] = n < 2 ? Samples.random(12_000, seed: UInt64(200 + n))
+                                                : Samples.compressible(n == 2 ? 12_000 : 80_000, seed: UInt64(200 + n)) }
         for n in 0..<3 { values["e\(n)"] = Samples.random(1500, seed: UInt64(300 + n)) }
         return values
     }()

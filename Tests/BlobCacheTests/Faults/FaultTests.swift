@@ -71,6 +71,7 @@ struct FaultTests {
             },
             FaultScenario(name: "fsck --repair", effects: ["l1": .removed, "e0": .removed, "e1": .removed, "e2": .removed], damage: { directory in
                 flipByte(looseFile(directory, BlobID(hashing: FaultScenario.seeded["l1"]!)), at: 100)
+                try? FileManager.default.createDirectory(atPath: directory + "/objects/0/0", withIntermediateDirectories: true)
                 writeFile(directory + "/objects/0/0/tmp.1.2", [1, 2, 3])
             }) { context in
                 var options = BlobCache.CheckOptions()
