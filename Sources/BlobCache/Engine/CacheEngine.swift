@@ -81,6 +81,9 @@ final class CacheEngine: @unchecked Sendable {
     /// stopped the journal still throws.
     private func commit() throws {
         evictToLimits()
+        // Nothing written, nothing to delete (most reads): nothing can have made GC or
+        // compaction due either, since dead bytes and the journal grow only with records.
+        guard journal.hasPending || !disposals.isEmpty else { return }
         try commitRecords()
         do {
             try collectPackGarbageIfWorthIt()

@@ -44,6 +44,9 @@ final class JournalFile: @unchecked Sendable {
                            recordCount: 0, synchronous: synchronous)
     }
 
+    /// Whether records wait to be written.
+    var hasPending: Bool { !pending.bytes.isEmpty }
+
     /// Frames `record` into the pending buffer.
     func append(_ record: JournalRecord) {
         JournalFormat.frame(record, seed: seed, into: &pending)
