@@ -72,8 +72,22 @@ extension BlobCache.Configuration {
     }
 }
 
-/// Reads a whole file.
-func readFile(_ path: String) -> [UInt8] { Array(FileManager.default.contents(atPath: path) ?? Data()) }
+/// Reads a whole file (empty when it cannot be read). With POSIX calls: FoundationEssentials'
+/// `FileManager.contents(atPath:)` leaks its buffer for an empty file (LeakSanitizer), and the
+/// power-loss model reads many (an emptied lock file).
+func readFile(_ path: String) -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        bytes += chunk[0..<n]
+    }
+    return bytes
+}
 
 /// Overwrites a whole file.
 func writeFile(_ path: String, _ bytes: [UInt8]) {

@@ -10,9 +10,7 @@ import Testing
 struct DefectTests {
     private func open(_ dir: TemporaryDirectory, _ fileSystem: FaultyFileSystem? = nil,
                       _ change: (inout BlobCache.Configuration) -> Void = { _ in }) throws -> BlobCache {
-        var configuration = BlobCache.Configuration.testing(change)
-        if let fileSystem { configuration.fileSystem = fileSystem }
-        return try BlobCache(directory: dir.path, configuration: configuration)
+        try openCache(dir, fileSystem, change)
     }
 
     // MARK: 1. Unlink before the record that makes it safe

@@ -237,3 +237,11 @@ extension BlobCache.Configuration {
         return copy
     }
 }
+
+/// Opens the cache in `dir` with the test configuration, through `fileSystem` when given.
+func openCache(_ dir: TemporaryDirectory, _ fileSystem: FaultyFileSystem? = nil,
+               _ change: (inout BlobCache.Configuration) -> Void = { _ in }) throws -> BlobCache {
+    var configuration = BlobCache.Configuration.testing(change)
+    if let fileSystem { configuration.fileSystem = fileSystem }
+    return try BlobCache(directory: dir.path, configuration: configuration)
+}

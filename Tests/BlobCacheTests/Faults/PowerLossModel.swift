@@ -88,7 +88,7 @@ struct PowerLossModel: Sendable {
                     let node = nextNode
                     nextNode += 1
                     baseFiles[relative] = node
-                    baseContents[node] = Array(manager.contents(atPath: root + "/" + relative) ?? Data())
+                    baseContents[node] = readFile(root + "/" + relative)
                 }
             }
         }

@@ -8,9 +8,7 @@ import Testing
 struct ReviewDefectTests {
     private func open(_ dir: TemporaryDirectory, _ fileSystem: FaultyFileSystem? = nil,
                       _ change: (inout BlobCache.Configuration) -> Void = { _ in }) throws -> BlobCache {
-        var configuration = BlobCache.Configuration.testing(change)
-        if let fileSystem { configuration.fileSystem = fileSystem }
-        return try BlobCache(directory: dir.path, configuration: configuration)
+        try openCache(dir, fileSystem, change)
     }
 
     @Test("a pack fsync that fails before GC deletes old copies stops the cache until reopen; nothing is lost")
