@@ -46,10 +46,6 @@ struct CacheFiles: Sendable {
         ownStagingPrefix = "\(Self.stagingPrefix)\(getpid()).\(String(UInt32.random(in: 0...UInt32.max), radix: 16))."
     }
 
-    /// Files at the top of the directory that belong to the cache (besides `objects/`, `packs/`
-    /// and the temporaries of `temporary(for:)`).
-    var topLevelFiles: [FilePath] { [journal, snapshot, lock, stats, config] }
-
     /// `objects/<a>/<b>/<id>` for a loose blob.
     func loosePath(of id: BlobID) -> FilePath {
         let hex = id.hex
