@@ -25,7 +25,12 @@ public final class BlobCache: Sendable {
     /// What opening the cache found and repaired.
     public let openReport: OpenReport
 
-    private let state: Locked<CacheEngine?>
+    /// The engine, behind the lock every operation takes.
+    let state: Locked<CacheEngine?>
+    /// Held by whoever runs maintenance (pack collection, journal rewrite) or an operation that
+    /// must not overlap one (compact, close); taken before `state`, never while holding it.
+    /// Counts the maintenance runs.
+    let maintenanceGate = Locked(0)
     private let lock: DirectoryLock
     /// Hashing, encoding, staging and reading: the work done outside the lock.
     private let pipeline: BlobPipeline
@@ -83,7 +88,7 @@ public final class BlobCache: Sendable {
     ///
     ///     if let bytes = try cache.bytes(forKey: "avatar/42") { show(bytes) }
     public func bytes(forKey key: String) throws -> [UInt8]? {
-        guard let ticket = try perform({ $0.beginRead(key: key) }) else { return nil }
+        guard let ticket = try perform(reader: true, { $0.beginRead(key: key) }) else { return nil }
         return try finishRead(ticket, key: key)
     }
 
@@ -178,7 +183,7 @@ public final class BlobCache: Sendable {
     ///     let report = try cache.compact(recompressingTo: .zlib(level: 9))
     @discardableResult
     public func compact(recompressingTo codec: Codec? = nil) throws -> CompactionReport {
-        try perform { try $0.compact(recompressingTo: codec) }
+        try maintenanceGate.withLock { _ in try withEngine { engine in try engine.perform { try engine.compact(recompressingTo: codec) } } }
     }
 
     /// Writes out recency, syncs the journal and releases the directory. Later calls throw
@@ -186,6 +191,11 @@ public final class BlobCache: Sendable {
     ///
     ///     try cache.close()
     public func close() throws {
+        // Waits for maintenance running on another thread to finish its steps.
+        try maintenanceGate.withLock { _ in try closeEngine() }
+    }
+
+    private func closeEngine() throws {
         try state.withLock { engine in
             guard let open = engine else { return }
             engine = nil
@@ -244,9 +254,14 @@ public final class BlobCache: Sendable {
         }
     }
 
-    /// Runs one engine operation under the lock, through its commit path.
-    func perform<T>(_ body: (CacheEngine) throws -> T) throws -> T {
-        try withEngine { engine in try engine.perform { try body(engine) } }
+    /// Runs one engine operation under the lock, through its commit path, then (with the
+    /// lock released) the maintenance it made due. `reader`: the operation is a `get`.
+    func perform<T>(reader: Bool = false, _ body: (CacheEngine) throws -> T) throws -> T {
+        let (result, due) = try withEngine { engine in
+            (try engine.perform { try body(engine) }, engine.maintenanceDue(reader: reader))
+        }
+        if due != nil { maintain(reader: reader) }
+        return result
     }
 
     private func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {

@@ -27,8 +27,8 @@ final class CacheEngine: @unchecked Sendable {
     var snapshotThreshold: Int64 = 64 * 1024
     var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
-    /// Maintenance runs that failed after their operation had committed (kept for tests and
-    /// `totals`; the operation itself succeeded).
+    /// Maintenance runs that failed after their operation had committed (kept for tests; the
+    /// operation itself succeeded).
     var maintenanceFailures = 0
     /// Journal size below which a compaction that failed is not tried again.
     var journalCompactionBackoff: Int64 = 0
@@ -66,31 +66,33 @@ final class CacheEngine: @unchecked Sendable {
     // MARK: The commit path
 
     /// Runs one operation and ends it: eviction, the journal write (and fsync per the
-    /// durability mode), the deletions the operation queued, pack GC and journal compaction
-    /// when due. A failure in the body still commits what the body already changed.
+    /// durability mode), then the deletions the operation queued. A failure in the body still
+    /// commits what the body already changed. Pack GC and journal compaction are not part of
+    /// it: the facade runs them after the operation, mostly outside the lock (`maintenanceDue`).
     func perform<T>(_ body: () throws -> T) throws -> T {
         let outcome = Result { try body() }
-        try commit()
+        evictToLimits()
+        // Nothing written, nothing to delete (most reads): nothing to commit.
+        if journal.hasPending || !disposals.isEmpty { try commitRecords() }
         return try outcome.get()
     }
 
-    /// Ends an operation; see `perform`. Once its records are down the operation has taken
-    /// effect: pack GC and journal compaction after it are maintenance, and a failure there
-    /// (say ENOSPC while copying) does not fail the operation. It is retried only after the
-    /// dead bytes or the journal grew by another allowance, not on every call. A failure that
-    /// stopped the journal still throws.
-    private func commit() throws {
-        evictToLimits()
-        // Nothing written, nothing to delete (most reads): nothing can have made GC or
-        // compaction due either, since dead bytes and the journal grow only with records.
-        guard journal.hasPending || !disposals.isEmpty else { return }
-        try commitRecords()
-        do {
-            try collectPackGarbageIfWorthIt()
-            try compactJournalIfRedundant()
-        } catch where journal.failure == nil {
-            maintenanceFailures += 1
-        }
+    /// Maintenance the cache needs after an operation.
+    enum Maintenance: Equatable {
+        /// Dead pack bytes passed their allowance.
+        case packCollection
+        /// The journal passed twice its compacted size plus the slack.
+        case journalRewrite
+    }
+
+    /// What maintenance is due, if any: pack collection first, then journal compaction. A
+    /// reader (`get`) is given a journal rewrite only past twice the writers' threshold (see
+    /// `journalIsRedundant`) and never a pack collection (reads make no dead bytes but for
+    /// expired entries; the next write collects those).
+    func maintenanceDue(reader: Bool) -> Maintenance? {
+        guard journal.failure == nil else { return nil }
+        if !reader, deadPackBytes > max(packGarbageAllowance, packCollectionBackoff) { return .packCollection }
+        return journalIsRedundant(reader: reader) ? .journalRewrite : nil
     }
 
     /// Writes the pending records and then performs the queued deletions. When a deletion

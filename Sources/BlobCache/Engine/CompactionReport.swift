@@ -126,6 +126,9 @@ extension CacheEngine {
             // Each blob's record goes down before the next blob is touched: a loose file was
             // just replaced by rename, and the journal must not describe the old one for long.
             try commitRecords()
+            // Relocations are not fsynced by the journal on their own (the old copy usually
+            // stays until they are); a file replaced by rename does not stay.
+            if store.synchronous, !prepared.packed { try journal.sync() }
             count += 1
         }
         return count

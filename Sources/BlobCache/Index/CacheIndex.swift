@@ -27,13 +27,13 @@ struct CacheIndex {
         var blob: Int32
         var older: Int32 = -1
         var newer: Int32 = -1
-        /// The key's length in its low 30 bits, the two flags above them (so that an entry
+        /// The key's length in its low 29 bits, the three flags above them (so that an entry
         /// takes 56 bytes, not 64).
         private var lengthAndFlags: UInt32
 
         init(created: Int64, expiry: Int64, access: Int64, journaledAccess: Int64, keyOffset: UInt32,
              keyLength: UInt32, keyHash: UInt32, blob: Int32, pinned: Bool, orderJournaled: Bool) {
-            precondition(keyLength <= Self.lengthMask, "a key of 1 GiB or more")
+            precondition(keyLength <= Self.lengthMask, "a key of 512 MiB or more")
             self.created = created
             self.expiry = expiry
             self.access = access
@@ -44,14 +44,15 @@ struct CacheIndex {
             lengthAndFlags = keyLength | (pinned ? Self.pinnedBit : 0) | (orderJournaled ? Self.orderJournaledBit : 0)
         }
 
-        private static let lengthMask: UInt32 = (1 << 30) - 1
+        private static let lengthMask: UInt32 = (1 << 29) - 1
+        private static let unmovedBit: UInt32 = 1 << 29
         private static let pinnedBit: UInt32 = 1 << 30
         private static let orderJournaledBit: UInt32 = 1 << 31
 
         var keyLength: UInt32 {
             get { lengthAndFlags & Self.lengthMask }
             set {
-                precondition(newValue <= Self.lengthMask, "a key of 1 GiB or more")
+                precondition(newValue <= Self.lengthMask, "a key of 512 MiB or more")
                 lengthAndFlags = lengthAndFlags & ~Self.lengthMask | newValue
             }
         }
@@ -60,6 +61,13 @@ struct CacheIndex {
         var orderJournaled: Bool {
             get { lengthAndFlags & Self.orderJournaledBit != 0 }
             set { lengthAndFlags = newValue ? lengthAndFlags | Self.orderJournaledBit : lengthAndFlags & ~Self.orderJournaledBit }
+        }
+        /// Set on every entry when a journal rewrite takes its records, cleared when the entry
+        /// is used: those still set when the rewrite is installed are where it put them.
+        /// Never saved (a snapshot clears it).
+        var unmovedSinceRewrite: Bool {
+            get { lengthAndFlags & Self.unmovedBit != 0 }
+            set { lengthAndFlags = newValue ? lengthAndFlags | Self.unmovedBit : lengthAndFlags & ~Self.unmovedBit }
         }
     }
 
@@ -385,6 +393,7 @@ struct CacheIndex {
     /// Marks an entry used at `time` and moves it to the most recent end.
     mutating func touch(slot: Int32, at time: Int64, journaled: Bool) {
         entries[Int(slot)].access = time
+        entries[Int(slot)].unmovedSinceRewrite = false
         if journaled {
             entries[Int(slot)].journaledAccess = time
             entries[Int(slot)].orderJournaled = true
@@ -400,6 +409,17 @@ struct CacheIndex {
     mutating func markJournaled(slot: Int32) {
         entries[Int(slot)].orderJournaled = true
         entries[Int(slot)].journaledAccess = entries[Int(slot)].access
+    }
+
+    /// Notes that a journal rewrite took this entry's record (see `Entry.unmovedSinceRewrite`).
+    mutating func markTakenByRewrite(slot: Int32) { entries[Int(slot)].unmovedSinceRewrite = true }
+
+    /// Marks journaled the entry in `slot` if it is live and unused since a rewrite took its
+    /// record (that rewrite now being the journal).
+    mutating func markJournaledIfUnmoved(slot: Int32) {
+        guard Int(slot) < entries.count, entries[Int(slot)].blob >= 0, entries[Int(slot)].unmovedSinceRewrite else { return }
+        entries[Int(slot)].unmovedSinceRewrite = false
+        markJournaled(slot: slot)
     }
 
     /// Records that a blob was rewritten (moved, or re-encoded): new place, codec and size.

@@ -60,6 +60,7 @@ enum IndexSnapshot {
                 blobs.append(index.blob(at: entry.blob))
             }
             entry.blob = blobNumber[Int(entry.blob)]
+            entry.unmovedSinceRewrite = false
             entry.keyOffset = UInt32(keys.count)
             index.withKeyBytes(at: slot) { keys.append(contentsOf: $0) }
             entry.older = entry.pinned || number == firstUnpinned ? -1 : Int32(number - 1)

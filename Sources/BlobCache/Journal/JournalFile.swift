@@ -6,7 +6,10 @@ import SystemPackage
 final class JournalFile: @unchecked Sendable {
     let path: FilePath
     let io: FileIO
-    private(set) var descriptor: FileDescriptor
+    /// The open file appended to; held by reference so that an fsync outside the lock can keep
+    /// it open across a rewrite.
+    private(set) var file: OpenFile
+    var descriptor: FileDescriptor { file.descriptor }
     private(set) var header: JournalFormat.Header
     private var seed: UInt32
     private var pending = BinaryWriter(capacity: 4096)
@@ -23,11 +26,17 @@ final class JournalFile: @unchecked Sendable {
     /// Bytes written since the last fsync.
     private(set) var unsynced = false
 
-    init(path: FilePath, io: FileIO, descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64,
-         recordCount: Int, synchronous: Bool) {
+    convenience init(path: FilePath, io: FileIO, descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64,
+                     recordCount: Int, synchronous: Bool) {
+        self.init(path: path, io: io, file: OpenFile(descriptor: descriptor, path: path, io: io), header: header,
+                  size: size, recordCount: recordCount, synchronous: synchronous)
+    }
+
+    private init(path: FilePath, io: FileIO, file: OpenFile, header: JournalFormat.Header, size: Int64,
+                 recordCount: Int, synchronous: Bool) {
         self.path = path
         self.io = io
-        self.descriptor = descriptor
+        self.file = file
         self.header = header
         self.seed = JournalFormat.seed(salt: header.salt)
         self.size = size
@@ -35,13 +44,14 @@ final class JournalFile: @unchecked Sendable {
         self.synchronous = synchronous
     }
 
-    deinit { io.close(descriptor) }
-
     /// Creates a new, empty journal at `path`.
     static func fresh(at path: FilePath, io: FileIO, created: Int64, synchronous: Bool) throws -> JournalFile {
-        let written = try write([], to: path, io: io, created: created)
-        return JournalFile(path: path, io: io, descriptor: written.descriptor, header: written.header, size: written.size,
-                           recordCount: 0, synchronous: synchronous)
+        let replacement = try prepareReplacement(of: path, records: [], created: created, io: io)
+        let journal = JournalFile(path: path, io: io, file: replacement.file, header: replacement.header,
+                                  size: replacement.size, recordCount: 0, synchronous: synchronous)
+        try io.rename(replacement.file.path, to: path)
+        try io.syncDirectory(path.removingLastComponent())
+        return journal
     }
 
     /// Whether records wait to be written.
@@ -51,7 +61,10 @@ final class JournalFile: @unchecked Sendable {
     func append(_ record: JournalRecord) {
         JournalFormat.frame(record, seed: seed, into: &pending)
         recordCount += 1
-        if case .access = record {} else { pendingNeedsSync = true }
+        switch record {
+        case .access, .relocate: break
+        default: pendingNeedsSync = true
+        }
     }
 
     /// Frames a `remove` record for the key whose UTF-8 is `keyBytes`: the same bytes as
@@ -124,39 +137,86 @@ final class JournalFile: @unchecked Sendable {
         return error
     }
 
-    /// Writes a new journal holding `records` to `journal.tmp`, fsyncs it, renames it over
-    /// `path`, fsyncs the directory, and continues appending to it.
-    /// A failure before the rename leaves the old journal in place and in use; after it (the
-    /// directory fsync), the name holds the new file and the cache must reopen.
+    /// Rewrites the journal to hold just `records` (which must describe everything written so
+    /// far) and continues appending to the new file; see `install`.
     func rewrite(with records: [JournalRecord], created: Int64) throws {
-        if let failure { throw failure }
-        let fresh: (descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64)
-        do {
-            fresh = try Self.write(records, to: path, io: io, created: created)
-        } catch {
-            if !namesOpenFile { throw failed(error) }
-            throw error
-        }
-        io.close(descriptor)
-        unsynced = false
-        pendingNeedsSync = false
-        descriptor = fresh.descriptor
-        header = fresh.header
-        seed = JournalFormat.seed(salt: header.salt)
-        size = fresh.size
-        recordCount = records.count
-        pending.bytes.removeAll(keepingCapacity: true)
+        try flush()
+        try install(try Self.prepareReplacement(of: path, records: records, created: created, io: io), recordsSince: size)
     }
 
-    /// Writes a complete journal atomically (via `journal.tmp`); returns it open for appending.
-    static func write(_ records: [JournalRecord], to path: FilePath, io: FileIO, created: Int64)
-        throws -> (descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64) {
+    /// A compacted journal written and fsynced beside the journal (`journal.tmp`) but not in
+    /// its place yet.
+    struct Replacement: Sendable {
+        let file: OpenFile
+        let header: JournalFormat.Header
+        let size: Int64
+        let recordCount: Int
+    }
+
+    /// Writes `records` as a complete new journal to `journal.tmp` and fsyncs it. Touches
+    /// nothing the open journal uses, so it runs outside the cache's lock (one at a time).
+    ///
+    ///     let replacement = try JournalFile.prepareReplacement(of: path, records: records, created: now, io: io)
+    static func prepareReplacement(of path: FilePath, records: [JournalRecord], created: Int64, io: FileIO) throws -> Replacement {
         let header = JournalFormat.Header(salt: UInt64.random(in: 1...UInt64.max), created: created)
         var writer = BinaryWriter(capacity: 64 + records.count * 96)
         writer.append(bytes: JournalFormat.encodeHeader(header))
         let seed = JournalFormat.seed(salt: header.salt)
         for record in records { JournalFormat.frame(record, seed: seed, into: &writer) }
-        let fd = try writer.bytes.withUnsafeBytes { try io.replaceAtomically(path, with: $0, durable: true, keepOpen: true)! }
-        return (fd, header, Int64(writer.bytes.count))
+        let temporary = CacheFiles.temporary(for: path)
+        _ = try io.remove(temporary)
+        let file = OpenFile(descriptor: try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
+                                                    permissions: FileIO.filePermissions),
+                            path: temporary, io: io)
+        do {
+            try writer.bytes.withUnsafeBytes { try io.writeAll(file.descriptor, $0, at: 0, path: temporary) }
+            try file.sync()
+        } catch {
+            _ = try? io.remove(temporary)
+            throw error
+        }
+        return Replacement(file: file, header: header, size: Int64(writer.bytes.count), recordCount: records.count)
+    }
+
+    /// Puts `replacement` in the journal's place: the records written since byte `mark` (when
+    /// the replacement's records were taken) are framed anew behind its own, it is fsynced and
+    /// renamed over the journal, the directory is fsynced, and appends go to it from then on.
+    /// A failure before the rename leaves the old journal in use and deletes the replacement;
+    /// after it, the cache must reopen (which reads whichever file the name holds: both are
+    /// complete).
+    func install(_ replacement: Replacement, recordsSince mark: Int64) throws {
+        var newSize = replacement.size, newCount = replacement.recordCount
+        do {
+            try flush()
+            if size > mark {
+                let tail = try io.read(descriptor, count: Int(size - mark), at: mark, path: path)
+                var reframed = BinaryWriter(capacity: tail.count)
+                let newSeed = JournalFormat.seed(salt: replacement.header.salt)
+                let walk = tail.withUnsafeBytes {
+                    JournalReader.walk(records: $0, at: Int(mark), salt: header.salt) { record, _ in
+                        JournalFormat.frame(record, seed: newSeed, into: &reframed)
+                    }
+                }
+                // Bytes this journal wrote itself since `mark` that no longer read back whole.
+                guard walk.end == .clean else { throw BlobCacheError.io(operation: "read", path: path.string, errno: .ioError) }
+                try reframed.bytes.withUnsafeBytes {
+                    try io.writeAll(replacement.file.descriptor, $0, at: newSize, path: replacement.file.path)
+                }
+                newSize += Int64(reframed.bytes.count)
+                newCount += walk.records
+            }
+            try replacement.file.sync()
+            try io.rename(replacement.file.path, to: path)
+        } catch {
+            _ = try? io.remove(replacement.file.path)
+            throw error
+        }
+        file = replacement.file
+        unsynced = false
+        header = replacement.header
+        seed = JournalFormat.seed(salt: header.salt)
+        size = newSize
+        recordCount = newCount
+        do { try io.syncDirectory(path.removingLastComponent()) } catch { throw failed(error) }
     }
 }

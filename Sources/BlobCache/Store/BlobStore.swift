@@ -17,6 +17,8 @@ final class BlobStore: @unchecked Sendable {
     /// Segments appended to since their last fsync, and whether `packs/` gained a name since.
     private var unsyncedSegments: Set<UInt32> = []
     private var packsDirectoryUnsynced = false
+    /// Numbers handed to segments being written outside the lock (`reserveSegmentNumber`).
+    private var reservedNumbers: Set<UInt32> = []
 
     /// Opens (creating `objects/` and `packs/` if needed) the blob store of `files`.
     init(files: CacheFiles, io: FileIO, segmentLimit: Int64, synchronous: Bool) throws {
@@ -89,7 +91,7 @@ final class BlobStore: @unchecked Sendable {
     /// leaves a segment without a header.
     @discardableResult
     func startSegment() throws -> PackSegment {
-        let number = (segments.keys.max() ?? 0) + 1
+        let number = nextSegmentNumber
         let path = files.segmentPath(number)
         let temporary = files.stagingPath(beside: path)
         let fd = try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
@@ -116,6 +118,32 @@ final class BlobStore: @unchecked Sendable {
         activeSegment = segment
         activeEnd = Int64(PackFormat.segmentHeaderSize)
         return segment
+    }
+
+    private var nextSegmentNumber: UInt32 { max(segments.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1 }
+
+    /// A number for a segment written outside the lock (pack collection), which no other
+    /// segment gets until `adoptSegment` or `releaseReservation`.
+    func reserveSegmentNumber() -> UInt32 {
+        let number = nextSegmentNumber
+        reservedNumbers.insert(number)
+        return number
+    }
+
+    /// Gives back a reserved number whose segment was not adopted.
+    func releaseReservation(_ number: UInt32) { reservedNumbers.remove(number) }
+
+    /// Takes in a complete, fsynced segment written outside the lock under a reserved number,
+    /// `end` bytes long. It takes the appends when it is the newest segment (so that the
+    /// newest is always the one appended to, which open relies on to trim a torn tail).
+    func adoptSegment(_ segment: PackSegment, end: Int64) {
+        reservedNumbers.remove(segment.number)
+        segments[segment.number] = segment
+        segmentSizes[segment.number] = end
+        if segment.number > (activeSegment?.number ?? 0) {
+            activeSegment = segment
+            activeEnd = end
+        }
     }
 
     /// Cuts the newest segment back to `end` (the end of the last record the index knows),

@@ -161,8 +161,9 @@ struct DefectTests {
         let clock = ManualClock()
         let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.accessJournalInterval = .zero })
         for n in 0..<100 { try cache.set(Samples.random(100, seed: UInt64(n)), forKey: "key-number-\(n)") }
-        let bound = 2 * (JournalFormat.headerSize + 100 * (CacheEngine.setRecordOverhead + 14)) + (1 << 20)
-        for round in 0..<60_000 {
+        // Twice the writers' threshold: a reader leaves the rewrite to writers until then.
+        let bound = 2 * (2 * (JournalFormat.headerSize + 100 * (CacheEngine.setRecordOverhead + 14)) + (1 << 20))
+        for round in 0..<150_000 {
             clock.advance(by: .milliseconds(1))
             _ = try cache.bytes(forKey: "key-number-\(round % 100)")
         }
@@ -266,6 +267,41 @@ struct DefectTests {
             largestRun = max(largestRun, try cache.totals().counters.packCollections)
         }
         #expect(largestRun > 10)
+    }
+
+    @Test("7: while a pack collection or a journal rewrite fsyncs, other threads still get and set",
+          arguments: ["/packs/", "journal.tmp"])
+    func maintenanceLeavesTheLockFree(fsyncedPath: String) throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let cache = try open(dir, fileSystem) { $0.maxStoredBytes = 1 << 20; $0.packSegmentLimit = 64 << 10 }
+        let probe = Samples.random(500, seed: 1)
+        try cache.set(probe, forKey: "probe")
+        // nil until the first fsync of a matching file; then whether a get and a set on another
+        // thread finished while the maintaining thread stood at that fsync.
+        let othersFinished = Locked<Bool?>(nil)
+        fileSystem.interposeOnSync { path in
+            guard path.string.contains(fsyncedPath), othersFinished.withLock({ $0 == nil }) else { return }
+            let done = DispatchSemaphore(value: 0)
+            let read = Locked(false)
+            Thread {
+                read.withLock { $0 = (try? cache.bytes(forKey: "probe")) == probe }
+                _ = try? cache.set(Samples.random(300, seed: 2), forKey: "other")
+                done.signal()
+            }.start()
+            // A deadline only to report the failure: before the fix the other thread waits on
+            // the engine lock until this fsync returns, so it never finishes in time.
+            let finished = done.wait(timeout: .now() + 30) == .success
+            othersFinished.withLock { $0 = finished && read.withLock { $0 } }
+        }
+        var sets = 0
+        while othersFinished.withLock({ $0 }) == nil && sets < 50_000 {
+            try cache.set(Samples.random(2000, seed: UInt64(sets)), forKey: "k\(sets % 40)")
+            sets += 1
+        }
+        fileSystem.interposeOnSync(before: nil)
+        #expect(othersFinished.withLock { $0 } == true, "after \(sets) sets")
+        #expect(same(try cache.bytes(forKey: "probe"), probe))
     }
 
     // MARK: 8. The size cap is not a disk bound for small caps

@@ -61,10 +61,10 @@ struct FaultTests {
                 try $0.cache.compact(recompressingTo: .zlib(level: 1))
             },
             FaultScenario(name: "pack GC") {
-                _ = try $0.cache.perform { try $0.collectPackGarbage(minimumDeadFraction: 0.01) }
+                try $0.cache.collectPackGarbage(minimumDeadFraction: 0.01, downToHalfAllowance: false)
             },
             FaultScenario(name: "journal rewrite") {
-                try $0.cache.perform { try $0.compactJournal() }
+                try $0.cache.rewriteJournal()
             },
             FaultScenario(name: "snapshot write (close)") {
                 try $0.cache.close()

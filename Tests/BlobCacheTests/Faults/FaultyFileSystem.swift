@@ -41,6 +41,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var model: PowerLossModel?
         var beforeOpen: (@Sendable (FilePath) -> Void)?
         var afterOpen: (@Sendable (FilePath) -> Void)?
+        var beforeSync: (@Sendable (FilePath) -> Void)?
     }
 
     private let real = PosixFileSystem()
@@ -80,6 +81,12 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
             $0.beforeOpen = before
             $0.afterOpen = after
         }
+    }
+
+    /// Runs `before` ahead of every `fsync` of a file, with the path the file was opened by
+    /// (outside this file system's lock), so a test can act while another thread waits on it.
+    func interposeOnSync(before: (@Sendable (FilePath) -> Void)?) {
+        state.withLock { $0.beforeSync = before }
     }
 
     /// Takes the directory at `root` as durable now and tracks, from here on, what a power
@@ -157,6 +164,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     }
 
     func sync(_ fd: FileDescriptor) throws(Errno) {
+        if let before = state.withLock({ $0.beforeSync }), let path = path(of: fd) { before(path) }
         try enter(.sync, path(of: fd))
         try real.sync(fd)
         record { $0.synced(fd: fd.rawValue) }

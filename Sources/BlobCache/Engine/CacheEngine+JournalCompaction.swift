@@ -1,0 +1,107 @@
+import SystemPackage
+
+extension CacheEngine {
+    // MARK: Journal compaction
+
+    /// Records in the journal that no longer describe a live entry.
+    var redundantRecords: Int { max(0, journal.recordCount - index.entryCount) }
+
+    /// About the bytes a rewritten journal takes: one `set` record per live entry.
+    var compactedJournalBytes: Int {
+        JournalFormat.headerSize + index.entryCount * Self.setRecordOverhead + index.liveKeyBytes
+    }
+
+    /// A `set` record's bytes besides its key (frame, blob, times, flags), rounded up.
+    static let setRecordOverhead = 96
+
+    /// Journal bytes beyond twice a compacted journal that are tolerated before a rewrite
+    /// (which costs two fsyncs): 1 MiB, or an eighth of a smaller byte cap (at least 16 KiB),
+    /// so that a small cache's directory stays close to its cap (docs/RELIABILITY.md).
+    var journalSlack: Int { Self.allowance(cap: limits.maxStoredBytes, fraction: 8) }
+
+    /// `min(1 MiB, max(16 KiB, cap / fraction))`; 1 MiB without a cap.
+    static func allowance(cap: Int?, fraction: Int) -> Int {
+        guard let cap else { return 1 << 20 }
+        return min(1 << 20, max(16 << 10, cap / fraction))
+    }
+
+    /// Whether the journal is more than twice its compacted size plus the slack (and past the
+    /// size a failed rewrite left it at). Readers wait for twice that (`reader`), so that in a
+    /// cache with writers a writer does the rewrite, not a `get`; a process that only reads
+    /// adds an access record per entry per `accessJournalInterval` at most, so its journal
+    /// stays within that larger bound.
+    func journalIsRedundant(reader: Bool = false) -> Bool {
+        let threshold = max(Int64(2 * compactedJournalBytes + journalSlack), journalCompactionBackoff)
+        return journal.size > (reader ? 2 * threshold : threshold)
+    }
+
+    /// Rewrites the journal (under the lock) when it is redundant; see `journalIsRedundant`.
+    func compactJournalIfRedundant() throws {
+        guard journalIsRedundant() else { return }
+        do {
+            try compactJournal()
+            journalCompactionBackoff = 0
+        } catch {
+            noteFailedJournalRewrite()
+            throw error
+        }
+    }
+
+    /// Rewrites the journal to one `set` record per live entry, in LRU order (docs/FORMAT.md),
+    /// all under the lock (compact, close, open).
+    func compactJournal() throws {
+        let rewrite = try beginJournalRewrite()
+        try finishJournalRewrite(rewrite, replacement: try rewrite.prepare())
+    }
+
+    // MARK: Rewrite outside the lock
+
+    /// A journal rewrite taken apart: the records are taken under the lock (`beginJournalRewrite`),
+    /// written and fsynced outside it (`prepare`), and installed under it again with whatever
+    /// was journaled in between (`finishJournalRewrite`).
+    struct JournalRewrite: Sendable {
+        let records: [JournalRecord]
+        /// The entries written (each marked `unmovedSinceRewrite`).
+        let slots: [Int32]
+        /// The journal's size when the records were taken.
+        let mark: Int64
+        let created: Int64
+        let path: FilePath
+        let io: FileIO
+
+        /// Writes and fsyncs the new journal beside the old one (`journal.tmp`).
+        func prepare() throws -> JournalFile.Replacement {
+            try JournalFile.prepareReplacement(of: path, records: records, created: created, io: io)
+        }
+    }
+
+    /// Takes the records of a compacted journal: one `set` per live entry, in LRU order.
+    func beginJournalRewrite() throws -> JournalRewrite {
+        try journal.flush()
+        let order = index.journalOrder()
+        var records: [JournalRecord] = []
+        records.reserveCapacity(order.count)
+        for slot in order {
+            records.append(.set(index.record(at: slot)))
+            index.markTakenByRewrite(slot: slot)
+        }
+        return JournalRewrite(records: records, slots: order, mark: journal.size, created: now(), path: journal.path, io: io)
+    }
+
+    /// Installs a rewritten journal (with the records written since `rewrite` began), deletes
+    /// the snapshot (it describes the old journal), and marks journaled the entries not used since.
+    func finishJournalRewrite(_ rewrite: JournalRewrite, replacement: JournalFile.Replacement) throws {
+        try journal.install(replacement, recordsSince: rewrite.mark)
+        try deleteSnapshot()
+        for slot in rewrite.slots { index.markJournaledIfUnmoved(slot: slot) }
+        counters.journalCompactions += 1
+        journalCompactionBackoff = 0
+    }
+
+    /// Remembers a rewrite that failed: none is tried again until the journal grows by
+    /// another slack.
+    func noteFailedJournalRewrite() {
+        maintenanceFailures += 1
+        journalCompactionBackoff = journal.size + Int64(journalSlack)
+    }
+}

@@ -1,0 +1,174 @@
+import SystemPackage
+
+extension CacheEngine {
+    // MARK: Pack garbage collection
+
+    /// Dead bytes in pack segments: space taken by records no entry refers to.
+    var deadPackBytes: Int {
+        let written = store.segmentSizes.values.reduce(0) { $0 + Int($1) - PackFormat.segmentHeaderSize }
+        return max(0, written - index.livePackedBytes)
+    }
+
+    /// Dead pack bytes tolerated: an eighth of the live packed bytes, at least
+    /// `min(1 MiB, max(16 KiB, cap / 16))`.
+    var packGarbageAllowance: Int {
+        max(Self.allowance(cap: limits.maxStoredBytes, fraction: 16), index.livePackedBytes / 8)
+    }
+
+    /// The share of dead bytes a closed segment must hold to be collected by the automatic GC.
+    static let victimFraction = 0.1
+
+    private func deadFraction(ofSegment number: UInt32) -> Double {
+        let payload = Int(store.segmentSizes[number] ?? 0) - PackFormat.segmentHeaderSize
+        guard payload > 0 else { return 1 }
+        return Double(payload - index.liveBytes(inSegment: number)) / Double(payload)
+    }
+
+    /// Copies the live records of closed segments at least `minimumDeadFraction` dead (most
+    /// dead first, until dead bytes are at most `target`) into the newest segment, journals
+    /// their new places and deletes the old segments. The deletions are queued: they happen
+    /// once the copies and the journal are fsynced (`commitRecords`), so a crash or power loss
+    /// at any point leaves every live record somewhere the journal can find it.
+    @discardableResult
+    func collectPackGarbage(minimumDeadFraction: Double, downTo target: Int = 0) throws -> (segments: Int, bytesFreed: Int) {
+        let victims = pickVictims(minimumDeadFraction: minimumDeadFraction, downTo: target, room: .max)
+        guard !victims.isEmpty else { return (0, 0) }
+        let freed = try evacuate(segments: victims)
+        counters.packCollections += 1
+        return (victims.count, freed)
+    }
+
+    /// The closed segments at least `minimumDeadFraction` dead, most dead first, until dead
+    /// bytes are at most `target` or their live records would take more than `room` bytes
+    /// (the first one is always taken).
+    private func pickVictims(minimumDeadFraction: Double, downTo target: Int, room: Int) -> [UInt32] {
+        let active = store.activeSegmentNumber
+        let candidates = store.segmentSizes.keys
+            .filter { $0 != active && deadFraction(ofSegment: $0) >= minimumDeadFraction }
+            .sorted { (deadFraction(ofSegment: $0), $1) > (deadFraction(ofSegment: $1), $0) }
+        var victims: [UInt32] = []
+        var dead = deadPackBytes, moving = 0
+        for number in candidates where dead > target || victims.isEmpty {
+            let live = index.liveBytes(inSegment: number)
+            if !victims.isEmpty, moving > room - live { break }
+            victims.append(number)
+            moving += live
+            dead -= Int(store.segmentSizes[number] ?? 0) - PackFormat.segmentHeaderSize - live
+        }
+        return victims
+    }
+
+    /// Copies the live records of `segments` into the newest segment (started anew if it is
+    /// one of them), journals their new places, and deletes the segments once the copies and
+    /// the journal are fsynced. Returns the bytes the segments took.
+    @discardableResult
+    func evacuate(segments victims: [UInt32]) throws -> Int {
+        guard !victims.isEmpty else { return 0 }
+        if let active = store.activeSegmentNumber, victims.contains(active) { try store.startSegment() }
+        let victimSet = Set(victims)
+        var moving: [UInt32: [BlobInfo]] = [:]
+        for (_, blob) in index.storedBlobs {
+            if case .packed(let segment, _) = blob.info.place, victimSet.contains(segment) {
+                moving[segment, default: []].append(blob.info)
+            }
+        }
+        var freed = 0
+        for number in victims.sorted() {
+            freed += Int(store.segmentSizes[number] ?? 0)
+            guard let segment = store.segments[number] else { continue }
+            for info in (moving[number] ?? []).sorted(by: { Self.offset($0) < Self.offset($1) }) {
+                guard case .packed(_, let offset) = info.place else { continue }
+                let image = try io.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path)
+                guard image.count == info.footprint else {
+                    // The record was cut short (a power cut in .processCrashSafe mode): copying
+                    // it would misplace every record after it. Its entries go, as a read would drop them.
+                    for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .repair) }
+                    continue
+                }
+                var moved = info
+                moved.place = try image.withUnsafeBytes { try store.appendRecord($0) }
+                index.relocate(moved)
+                journal.append(.relocate(moved))
+            }
+            dispose(.segment(number), destroysDurableData: true)
+        }
+        try commitRecords()
+        return freed
+    }
+
+    private static func offset(_ info: BlobInfo) -> UInt64 {
+        if case .packed(_, let offset) = info.place { return offset }
+        return 0
+    }
+
+    // MARK: Collection outside the lock (see `PackCollection`)
+
+    /// Plans a collection of the closed segments at least `minimumDeadFraction` dead, most dead
+    /// first, until dead bytes are at most `target` or the live records to move would fill a
+    /// segment (one run copies at most one segment's worth; the next operation starts another
+    /// if more is due). `nil` when no segment qualifies. Runs under the lock.
+    func planPackCollection(minimumDeadFraction: Double, downTo target: Int) -> PackCollection? {
+        var victims = pickVictims(minimumDeadFraction: minimumDeadFraction, downTo: target,
+                                  room: Int(store.segmentLimit) - PackFormat.segmentHeaderSize)
+        // When the dead bytes are all in the newest segment, it is collected too: the new
+        // segment takes the appends from it once adopted (records appended to it meanwhile
+        // keep it until a later run).
+        if victims.isEmpty, let newest = store.activeSegmentNumber, deadFraction(ofSegment: newest) >= minimumDeadFraction {
+            victims = [newest]
+        }
+        guard !victims.isEmpty else { return nil }
+        let victimSet = Set(victims)
+        var moves: [PackCollection.Move] = []
+        index.forEachBlob { blob in
+            if case .packed(let number, let offset) = blob.info.place, victimSet.contains(number),
+               let source = store.segments[number] {
+                moves.append(.init(info: blob.info, source: source, offset: offset))
+            }
+        }
+        moves.sort { ($0.source.number, $0.offset) < ($1.source.number, $1.offset) }
+        return PackCollection(victims: victims, moves: moves, number: store.reserveSegmentNumber(),
+                              mappedLength: Int(store.segmentLimit), files: files, io: io)
+    }
+
+    /// Takes in the segment a collection copied into and journals the new place of every
+    /// record still where it was copied from (others were removed or moved meanwhile: their
+    /// copies are dead bytes). Returns the journal file to fsync before `finish`. Runs under
+    /// the lock, as an operation of its own (`perform`): relocations need no fsync yet.
+    func adopt(_ copy: PackCollection.Copy) -> OpenFile {
+        store.adoptSegment(copy.segment, end: copy.end)
+        let number = copy.segment.number
+        for (info, offset) in copy.placed {
+            guard let blob = index.blob(info.id), blob.info.place == info.place else { continue }
+            var moved = blob.info
+            moved.place = .packed(segment: number, offset: offset)
+            index.relocate(moved)
+            journal.append(.relocate(moved))
+        }
+        for info in copy.cutShort where index.blob(info.id)?.info.place == info.place {
+            for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .repair) }
+        }
+        return journal.file
+    }
+
+    /// Deletes the collected segments once the journal naming the copies is fsynced (a victim
+    /// still holding a live record, which cannot happen, would be kept). Runs under the lock.
+    func finish(_ collection: PackCollection) {
+        for number in collection.victims where index.liveBytes(inSegment: number) == 0 {
+            try? store.deleteSegment(number)
+        }
+        counters.packCollections += 1
+        packCollectionBackoff = 0
+    }
+
+    /// Gives up a collection that failed: its reserved number, its segment if it was named but
+    /// not adopted (nothing refers to it), and no retry until the dead bytes grow by half an
+    /// allowance.
+    func abandon(_ collection: PackCollection) {
+        if store.segments[collection.number] == nil {
+            store.releaseReservation(collection.number)
+            _ = try? io.remove(files.segmentPath(collection.number))
+        }
+        packCollectionBackoff = deadPackBytes + packGarbageAllowance / 2
+        maintenanceFailures += 1
+    }
+}
