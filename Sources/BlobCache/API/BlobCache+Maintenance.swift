@@ -37,11 +37,7 @@ extension BlobCache {
             let copy = try plan.copy()
             let journal = try withEngine { engine in try engine.perform { engine.adopt(copy) } }
             do { try journal.sync() } catch {
-                // Pages that failed to reach the disk may be dropped and marked clean: nothing
-                // written to this journal can be trusted to be durable any more.
-                try? withEngine { engine in
-                    if engine.journal.file === journal { engine.journal.abandon(because: error) }
-                }
+                stopJournal(journal, because: error)
                 throw error
             }
             try withEngine { $0.finish(plan) }
@@ -58,13 +54,35 @@ extension BlobCache {
     @discardableResult
     func rewriteJournal() throws -> Bool {
         let rewrite = try withEngine { try $0.beginJournalRewrite() }
+        let replacement: JournalFile.Replacement
+        let synchronous: Bool
         do {
-            let replacement = try rewrite.prepare()
-            try withEngine { try $0.finishJournalRewrite(rewrite, replacement: replacement) }
-            return true
+            replacement = try rewrite.prepare()
+            synchronous = try withEngine { engine in
+                try engine.finishJournalRewrite(rewrite, replacement: replacement)
+                return engine.journal.synchronous
+            }
         } catch {
             try? withEngine { $0.noteFailedJournalRewrite() }
             throw error
+        }
+        // Installed: in .processCrashSafe mode its last records and its name are fsynced here,
+        // outside the lock, before this thread lets other maintenance rely on them.
+        if !synchronous {
+            do { try replacement.makeDurable(io: rewrite.io) } catch {
+                stopJournal(replacement.file, because: error)
+                throw error
+            }
+        }
+        return true
+    }
+
+    /// Stops the cache until reopen after an fsync of `file` failed outside the lock, if it is
+    /// still the journal: pages that failed to reach the disk may be dropped and marked clean,
+    /// so nothing written to it can be trusted to be durable any more.
+    private func stopJournal(_ file: OpenFile, because error: any Error) {
+        try? withEngine { engine in
+            if engine.journal.file === file { engine.journal.abandon(because: error) }
         }
     }
 }

@@ -51,49 +51,51 @@ extension CacheEngine {
     /// all under the lock (compact, close, open).
     func compactJournal() throws {
         let rewrite = try beginJournalRewrite()
-        try finishJournalRewrite(rewrite, replacement: try rewrite.prepare())
+        let replacement = try rewrite.prepare()
+        try finishJournalRewrite(rewrite, replacement: replacement)
+        if !journal.synchronous { try journal.syncInstalledReplacement(replacement) }
     }
 
     // MARK: Rewrite outside the lock
 
-    /// A journal rewrite taken apart: the records are taken under the lock (`beginJournalRewrite`),
-    /// written and fsynced outside it (`prepare`), and installed under it again with whatever
-    /// was journaled in between (`finishJournalRewrite`).
-    struct JournalRewrite: Sendable {
-        let records: [JournalRecord]
-        /// The entries written (each marked `unmovedSinceRewrite`).
-        let slots: [Int32]
-        /// The journal's size when the records were taken.
+    /// A journal rewrite taken apart: a copy of the index is taken under the lock
+    /// (`beginJournalRewrite`), the records written and fsynced outside it (`prepare`), and the
+    /// file installed under it again with whatever was journaled in between (`finishJournalRewrite`).
+    ///
+    /// `@unchecked Sendable`: `index` is a copy-on-write copy that nothing writes (the engine's
+    /// next change copies the arrays it touches first), so reading it on another thread is safe.
+    struct JournalRewrite: @unchecked Sendable {
+        let index: CacheIndex
+        /// The journal's size when the copy was taken.
         let mark: Int64
         let created: Int64
         let path: FilePath
         let io: FileIO
 
-        /// Writes and fsyncs the new journal beside the old one (`journal.tmp`).
+        /// Writes one `set` record per live entry, in journal order (pinned entries first, then
+        /// least to most recently used), to `journal.tmp` and fsyncs it.
         func prepare() throws -> JournalFile.Replacement {
-            try JournalFile.prepareReplacement(of: path, records: records, created: created, io: io)
+            let records = index.journalOrder().map { JournalRecord.set(index.record(at: $0)) }
+            return try JournalFile.prepareReplacement(of: path, records: records, created: created, io: io)
         }
     }
 
-    /// Takes the records of a compacted journal: one `set` per live entry, in LRU order.
+    /// Takes what a compacted journal will hold: the index as it stands (a copy-on-write copy,
+    /// O(1) here; the next change pays one copy of the arrays it touches), every entry marked
+    /// `unmovedSinceRewrite`.
     func beginJournalRewrite() throws -> JournalRewrite {
         try journal.flush()
-        let order = index.journalOrder()
-        var records: [JournalRecord] = []
-        records.reserveCapacity(order.count)
-        for slot in order {
-            records.append(.set(index.record(at: slot)))
-            index.markTakenByRewrite(slot: slot)
-        }
-        return JournalRewrite(records: records, slots: order, mark: journal.size, created: now(), path: journal.path, io: io)
+        index.markAllTakenByRewrite()
+        return JournalRewrite(index: index, mark: journal.size, created: now(), path: journal.path, io: io)
     }
 
     /// Installs a rewritten journal (with the records written since `rewrite` began), deletes
-    /// the snapshot (it describes the old journal), and marks journaled the entries not used since.
+    /// the snapshot (it describes the old journal), and marks journaled the entries not used
+    /// since. Unless synchronous, the caller then makes it durable (`Replacement.makeDurable`).
     func finishJournalRewrite(_ rewrite: JournalRewrite, replacement: JournalFile.Replacement) throws {
         try journal.install(replacement, recordsSince: rewrite.mark)
         try deleteSnapshot()
-        for slot in rewrite.slots { index.markJournaledIfUnmoved(slot: slot) }
+        index.markJournaledIfUnmoved()
         counters.journalCompactions += 1
         journalCompactionBackoff = 0
     }

@@ -126,7 +126,7 @@ extension CacheEngine {
             }
         }
         moves.sort { ($0.source.number, $0.offset) < ($1.source.number, $1.offset) }
-        return PackCollection(victims: victims, moves: moves, number: store.reserveSegmentNumber(),
+        return PackCollection(victims: victims, moves: moves, number: moves.isEmpty ? nil : store.reserveSegmentNumber(),
                               mappedLength: Int(store.segmentLimit), files: files, io: io)
     }
 
@@ -134,7 +134,8 @@ extension CacheEngine {
     /// record still where it was copied from (others were removed or moved meanwhile: their
     /// copies are dead bytes). Returns the journal file to fsync before `finish`. Runs under
     /// the lock, as an operation of its own (`perform`): relocations need no fsync yet.
-    func adopt(_ copy: PackCollection.Copy) -> OpenFile {
+    func adopt(_ copy: PackCollection.Copy?) -> OpenFile {
+        guard let copy else { return journal.file }
         store.adoptSegment(copy.segment, end: copy.end)
         let number = copy.segment.number
         for (info, offset) in copy.placed {
@@ -164,9 +165,9 @@ extension CacheEngine {
     /// not adopted (nothing refers to it), and no retry until the dead bytes grow by half an
     /// allowance.
     func abandon(_ collection: PackCollection) {
-        if store.segments[collection.number] == nil {
-            store.releaseReservation(collection.number)
-            _ = try? io.remove(files.segmentPath(collection.number))
+        if let number = collection.number, store.segments[number] == nil {
+            store.releaseReservation(number)
+            _ = try? io.remove(files.segmentPath(number))
         }
         packCollectionBackoff = deadPackBytes + packGarbageAllowance / 2
         maintenanceFailures += 1

@@ -23,8 +23,9 @@ struct PackCollection: Sendable {
 
     let victims: [UInt32]
     let moves: [Move]
-    /// The reserved number of the segment the records are copied into.
-    let number: UInt32
+    /// The reserved number of the segment the records are copied into; `nil` when no record
+    /// is live in the victims (nothing is copied, no segment made).
+    let number: UInt32?
     /// The bytes a segment is mapped over (the segment size limit).
     let mappedLength: Int
     let files: CacheFiles
@@ -44,7 +45,8 @@ struct PackCollection: Sendable {
     /// Writes the live records into a new segment staged beside `packs/`, fsyncs it, renames it
     /// to its reserved name and fsyncs `packs/`. Nothing refers to the segment yet, so a crash
     /// anywhere here leaves only dead bytes (and open trims them from a newest segment).
-    func copy() throws -> Copy {
+    func copy() throws -> Copy? {
+        guard let number else { return nil }
         let path = files.segmentPath(number)
         let staging = files.stagingPath(beside: path)
         let fd = try io.open(staging, .readWrite, options: [.create, .exclusiveCreate, .noFollow],

@@ -411,15 +411,23 @@ struct CacheIndex {
         entries[Int(slot)].journaledAccess = entries[Int(slot)].access
     }
 
-    /// Notes that a journal rewrite took this entry's record (see `Entry.unmovedSinceRewrite`).
-    mutating func markTakenByRewrite(slot: Int32) { entries[Int(slot)].unmovedSinceRewrite = true }
+    /// Notes that a journal rewrite took every live entry's record (see `Entry.unmovedSinceRewrite`).
+    mutating func markAllTakenByRewrite() {
+        entries.withUnsafeMutableBufferPointer { entries in
+            for slot in entries.indices where entries[slot].blob >= 0 { entries[slot].unmovedSinceRewrite = true }
+        }
+    }
 
-    /// Marks journaled the entry in `slot` if it is live and unused since a rewrite took its
-    /// record (that rewrite now being the journal).
-    mutating func markJournaledIfUnmoved(slot: Int32) {
-        guard Int(slot) < entries.count, entries[Int(slot)].blob >= 0, entries[Int(slot)].unmovedSinceRewrite else { return }
-        entries[Int(slot)].unmovedSinceRewrite = false
-        markJournaled(slot: slot)
+    /// Marks journaled every live entry not used since a rewrite took its record (that rewrite
+    /// now being the journal).
+    mutating func markJournaledIfUnmoved() {
+        entries.withUnsafeMutableBufferPointer { entries in
+            for slot in entries.indices where entries[slot].blob >= 0 && entries[slot].unmovedSinceRewrite {
+                entries[slot].unmovedSinceRewrite = false
+                entries[slot].orderJournaled = true
+                entries[slot].journaledAccess = entries[slot].access
+            }
+        }
     }
 
     /// Records that a blob was rewritten (moved, or re-encoded): new place, codec and size.

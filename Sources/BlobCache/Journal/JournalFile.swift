@@ -49,7 +49,7 @@ final class JournalFile: @unchecked Sendable {
         let replacement = try prepareReplacement(of: path, records: [], created: created, io: io)
         let journal = JournalFile(path: path, io: io, file: replacement.file, header: replacement.header,
                                   size: replacement.size, recordCount: 0, synchronous: synchronous)
-        try io.rename(replacement.file.path, to: path)
+        try io.rename(replacement.temporary, to: path)
         try io.syncDirectory(path.removingLastComponent())
         return journal
     }
@@ -125,29 +125,19 @@ final class JournalFile: @unchecked Sendable {
         _ = failed(error)
     }
 
-    /// Whether `path` still names the file this journal appends to.
-    private var namesOpenFile: Bool {
-        guard let named = io.status(path), let open = try? io.system.status(descriptor) else { return false }
-        return named.st_ino == open.st_ino && named.st_dev == open.st_dev
-    }
-
     /// Remembers a failed write so that the cache stops until it is reopened.
     private func failed(_ error: any Error) -> any Error {
         failure = .needsReopen(path: path.removingLastComponent().string, reason: "\(error)")
         return error
     }
 
-    /// Rewrites the journal to hold just `records` (which must describe everything written so
-    /// far) and continues appending to the new file; see `install`.
-    func rewrite(with records: [JournalRecord], created: Int64) throws {
-        try flush()
-        try install(try Self.prepareReplacement(of: path, records: records, created: created, io: io), recordsSince: size)
-    }
-
     /// A compacted journal written and fsynced beside the journal (`journal.tmp`) but not in
     /// its place yet.
     struct Replacement: Sendable {
+        /// The new file, named for error messages by the journal's path it will take.
         let file: OpenFile
+        /// Where it is written until `install` renames it: `journal.tmp`.
+        let temporary: FilePath
         let header: JournalFormat.Header
         let size: Int64
         let recordCount: Int
@@ -167,23 +157,27 @@ final class JournalFile: @unchecked Sendable {
         _ = try io.remove(temporary)
         let file = OpenFile(descriptor: try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
                                                     permissions: FileIO.filePermissions),
-                            path: temporary, io: io)
+                            path: path, io: io)
         do {
             try writer.bytes.withUnsafeBytes { try io.writeAll(file.descriptor, $0, at: 0, path: temporary) }
-            try file.sync()
+            try io.sync(file.descriptor, path: temporary)
         } catch {
             _ = try? io.remove(temporary)
             throw error
         }
-        return Replacement(file: file, header: header, size: Int64(writer.bytes.count), recordCount: records.count)
+        return Replacement(file: file, temporary: temporary, header: header, size: Int64(writer.bytes.count),
+                           recordCount: records.count)
     }
 
     /// Puts `replacement` in the journal's place: the records written since byte `mark` (when
-    /// the replacement's records were taken) are framed anew behind its own, it is fsynced and
-    /// renamed over the journal, the directory is fsynced, and appends go to it from then on.
+    /// the replacement's records were taken) are framed anew behind its own, and it is renamed
+    /// over the journal; appends go to it from then on. When synchronous, it is fsynced before
+    /// the rename and the directory after it, here: an acknowledged write must not land in a
+    /// file whose name could still revert. Otherwise the caller finishes with
+    /// `Replacement.makeDurable` (outside the lock), before any maintenance relies on it.
     /// A failure before the rename leaves the old journal in use and deletes the replacement;
     /// after it, the cache must reopen (which reads whichever file the name holds: both are
-    /// complete).
+    /// complete, and a torn tail is cut).
     func install(_ replacement: Replacement, recordsSince mark: Int64) throws {
         var newSize = replacement.size, newCount = replacement.recordCount
         do {
@@ -200,23 +194,38 @@ final class JournalFile: @unchecked Sendable {
                 // Bytes this journal wrote itself since `mark` that no longer read back whole.
                 guard walk.end == .clean else { throw BlobCacheError.io(operation: "read", path: path.string, errno: .ioError) }
                 try reframed.bytes.withUnsafeBytes {
-                    try io.writeAll(replacement.file.descriptor, $0, at: newSize, path: replacement.file.path)
+                    try io.writeAll(replacement.file.descriptor, $0, at: newSize, path: replacement.temporary)
                 }
                 newSize += Int64(reframed.bytes.count)
                 newCount += walk.records
             }
-            try replacement.file.sync()
-            try io.rename(replacement.file.path, to: path)
+            if synchronous { try io.sync(replacement.file.descriptor, path: replacement.temporary) }
+            try io.rename(replacement.temporary, to: path)
         } catch {
-            _ = try? io.remove(replacement.file.path)
+            _ = try? io.remove(replacement.temporary)
             throw error
         }
         file = replacement.file
-        unsynced = false
+        unsynced = !synchronous
         header = replacement.header
         seed = JournalFormat.seed(salt: header.salt)
         size = newSize
         recordCount = newCount
-        do { try io.syncDirectory(path.removingLastComponent()) } catch { throw failed(error) }
+        if synchronous { try syncInstalledReplacement(replacement) }
+    }
+
+    /// Makes an installed replacement durable: its records and its name. A failure stops the
+    /// cache until reopen.
+    func syncInstalledReplacement(_ replacement: Replacement) throws {
+        do { try replacement.makeDurable(io: io) } catch { throw failed(error) }
+    }
+}
+
+extension JournalFile.Replacement {
+    /// fsyncs the installed file and the directory that names it (no journal state is touched,
+    /// so it runs outside the lock; on failure the caller stops the journal).
+    func makeDurable(io: FileIO) throws {
+        try file.sync()
+        try io.syncDirectory(file.path.removingLastComponent())
     }
 }
