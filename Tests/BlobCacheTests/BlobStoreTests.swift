@@ -313,3 +313,27 @@ struct BlobStoreTests {
         }
     }
 }
+
+@Suite("Pack segment numbers")
+struct SegmentNumberTests {
+    @Test("once segment numbers reach 2^24, new segments take the lowest free number and survive a reopen")
+    func numbersWrapAround() throws {
+        let dir = TemporaryDirectory()
+        let configure: (inout BlobCache.Configuration) -> Void = { $0.packSegmentLimit = 64 << 10 }
+        try BlobCache(directory: dir.path, configuration: .testing(configure)).close()
+        // The highest number a segment may have, as a long-lived cache would reach it.
+        let last = PackFormat.maxSegmentNumber
+        writeFile(dir.appending("packs/" + PackFormat.fileName(of: last)), PackFormat.segmentHeader(number: last))
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(configure))
+        var values: [String: [UInt8]] = [:]
+        for n in 0..<80 {   // 80 × 2 KB: more than the highest segment holds, so new ones start
+            values["k\(n)"] = Samples.random(2000, seed: UInt64(n))
+            try cache.set(values["k\(n)"]!, forKey: "k\(n)")
+        }
+        try cache.close()
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appending("packs"))
+        #expect(names.allSatisfy { PackFormat.segmentNumber(fromFileName: $0) != nil }, "\(names.sorted())")
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(configure))
+        for (key, value) in values { #expect(same(try reopened.bytes(forKey: key), value), "\(key)") }
+    }
+}

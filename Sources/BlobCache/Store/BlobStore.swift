@@ -120,7 +120,15 @@ final class BlobStore: @unchecked Sendable {
         return segment
     }
 
-    private var nextSegmentNumber: UInt32 { max(segments.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1 }
+    /// One past the highest number in use; once numbers run out (2^24), the lowest free one
+    /// (open then appends to the highest-numbered segment, whose dead tail it trims).
+    private var nextSegmentNumber: UInt32 {
+        let next = max(segments.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1
+        if next <= PackFormat.maxSegmentNumber { return next }
+        var number: UInt32 = 1
+        while segments[number] != nil || reservedNumbers.contains(number) { number += 1 }
+        return number
+    }
 
     /// A number for a segment written outside the lock (pack collection), which no other
     /// segment gets until `adoptSegment` or `releaseReservation`.
