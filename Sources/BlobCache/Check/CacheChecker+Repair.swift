@@ -7,8 +7,8 @@ extension CacheChecker {
     /// Fixes everything a check reports. Opening the cache the normal way cuts a torn tail,
     /// rewrites a damaged journal from the records it can trust, rebuilds after a lost header
     /// and trims to the limits; then entries whose blob fails verification are removed
-    /// (journaled, reason repair), recorded sizes are corrected from the blob headers, files
-    /// that do not belong are deleted, segments with a damaged header have their intact live
+    /// (journaled, reason repair), recorded sizes are corrected from the blob headers (files
+    /// that are not the cache's are left alone), segments with a damaged header have their intact live
     /// records copied out before they go, and a full compaction drops dangling blobs,
     /// temporary files and empty shard directories. All of it runs through the engine's
     /// commit path, so a crash during a repair loses nothing a finished repair would keep.
@@ -19,9 +19,6 @@ extension CacheChecker {
         // The snapshot only speeds up opening: repair replays the whole journal, the authority.
         _ = try io.remove(files.snapshot)
         let (engine, _) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits)
-        for finding in findings where finding.problem == "unknown-file" {
-            removeTree(FilePath(finding.path), io: io)
-        }
         let damagedSegments = findings.filter { $0.problem == "pack-corrupt" }
             .compactMap { FilePath($0.path).lastComponent.flatMap { PackFormat.segmentNumber(fromFileName: $0.string) } }
         try engine.perform {
@@ -31,16 +28,6 @@ extension CacheChecker {
             try engine.persistRecency()
         }
         try engine.journal.sync()
-    }
-
-    /// Deletes a file, or a directory with everything in it.
-    static func removeTree(_ path: FilePath, io: FileIO) {
-        if (try? io.isDirectory(path)) == true {
-            for name in (try? io.listDirectory(path)) ?? [] { removeTree(path.appending(name), io: io) }
-            io.removeDirectory(path)
-        } else {
-            _ = try? io.remove(path)
-        }
     }
 }
 

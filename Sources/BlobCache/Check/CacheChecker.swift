@@ -66,7 +66,7 @@ struct CacheChecker {
         let packs = files.packs
         let scan = try DirectoryScan(files: files, io: io)
         for path in scan.unknownFiles {
-            error("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file")
+            note("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file: not the cache's, left alone")
         }
         for path in scan.temporaryFiles { note("stale-temp", "-", path, "temporary file left by a writer") }
         for path in scan.emptyShardDirectories { note("empty-shard", "-", path, "empty shard directory") }

@@ -126,7 +126,8 @@ extension CacheEngine {
     static let contentAddressedKeyPrefix = "\u{0}"
 
     /// When the journal's header is lost, keys are gone; every intact blob on disk is kept as a
-    /// content-addressed entry (readable by id, evictable), and everything else is removed.
+    /// content-addressed entry (readable by id, evictable); damaged blobs and temporary files
+    /// are removed, files with names the cache does not give are left alone.
     private static func adoptBlobs(in store: BlobStore, into index: inout CacheIndex, now: Int64)
         throws -> (adopted: Int, removed: Int) {
         let io = store.io
@@ -146,7 +147,9 @@ extension CacheEngine {
                 removed += 1
             }
         }
-        for path in scan.temporaryFiles + scan.unknownFiles where try !io.isDirectory(path) {
+        // Only what bears the cache's own names goes: files it does not know are someone
+        // else's (fsck reports them as unknown-file).
+        for path in scan.temporaryFiles where try !io.isDirectory(path) {
             try io.remove(path)
             removed += 1
         }

@@ -22,6 +22,8 @@ struct CacheFiles: Sendable {
     let stats: FilePath
     /// Default limits, `DIR/config`.
     let config: FilePath
+    /// The cache directory tag, `DIR/CACHEDIR.TAG` (`CacheDirectory`).
+    let tag: FilePath
     /// Loose blobs, `DIR/objects/<a>/<b>/<id>`.
     let objects: FilePath
     /// Pack segments, `DIR/packs/NNNNNN.pack`.
@@ -40,6 +42,7 @@ struct CacheFiles: Sendable {
         lock = root.appending("lock")
         stats = root.appending("stats")
         config = root.appending("config")
+        tag = root.appending("CACHEDIR.TAG")
         objects = root.appending("objects")
         packs = root.appending("packs")
         objectsPrefix = objects.string + "/"

@@ -17,7 +17,10 @@ struct DirectoryLock: Sendable {
     let previousHolderCrashed: Bool
 
     /// Takes the lock, failing with `inUse` (naming the holder's pid when known) unless `wait`.
+    /// A directory that is not a cache's is refused first, before the lock file is made in it
+    /// (`CacheDirectory.claim`); a cache without `CACHEDIR.TAG` gets one once the lock is held.
     static func acquire(_ files: CacheFiles, io: FileIO, wait: Bool) throws -> DirectoryLock {
+        try CacheDirectory.claim(files, io: io)
         let path = files.lock
         let fd = try io.open(path, .readWrite, options: [.create], permissions: FileIO.filePermissions)
         do {
@@ -29,6 +32,7 @@ struct DirectoryLock: Sendable {
             if error == .wouldBlock { throw BlobCacheError.inUse(path: files.root.string, pid: holder) }
             throw BlobCacheError.io(operation: "flock", path: path.string, errno: error)
         }
+        CacheDirectory.tagIfNeeded(files, io: io)
         let previous = (try? io.read(fd, count: 32, at: 0, path: path)) ?? []
         let pid = Array("\(getpid())\n".utf8)
         try? io.truncate(fd, to: 0, path: path)
