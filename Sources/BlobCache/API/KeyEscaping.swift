@@ -1,18 +1,24 @@
 extension BlobCache {
-    /// A key as one line of text: tab, newline, backslash and NUL shown as `\t`, `\n`, `\\`,
-    /// `\0`. What `blobcache ls` and `fsck` print.
+    /// A key as one line of text, escaped by Unicode scalar: tab, newline, carriage return,
+    /// backslash and NUL shown as `\t`, `\n`, `\r`, `\\`, `\0`, every other C0 control and DEL
+    /// as `\xHH`. What `blobcache ls` and `fsck` print: a key can never break a line or send a
+    /// terminal escape.
     ///
-    ///     BlobCache.escapedKey("a\tb")   // "a\\tb"
+    ///     BlobCache.escapedKey("a\tb\u{1b}")   // "a\\tb\\x1b"
     public static func escapedKey(_ key: String) -> String {
         var out = ""
         out.reserveCapacity(key.utf8.count)
-        for character in key {
-            switch character {
+        for scalar in key.unicodeScalars {
+            switch scalar {
             case "\t": out += "\\t"
             case "\n": out += "\\n"
+            case "\r": out += "\\r"
             case "\\": out += "\\\\"
             case "\u{0}": out += "\\0"
-            default: out.append(character)
+            case "\u{1}"..."\u{1f}", "\u{7f}":
+                let hex = String(scalar.value, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" : "") + hex
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out

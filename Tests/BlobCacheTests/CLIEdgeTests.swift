@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// `ls` and `export` at their edges (issue 11, item 8): keys judged by bytes and scalars, not
+/// by `Character`s; every key exported that can be.
+@Suite("CLI edges")
+struct CLIEdgeTests {
+    @Test("ls escapes every C0 control and DEL, so no key breaks a line or reaches the terminal raw")
+    func listEscapesControls() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.path)
+        let key = "a\r\nb\u{1b}[31mc\u{7f}d\u{1}"
+        try cli.run(["put", key], stdin: Data([1]))
+        let listing = try cli.run(["ls"])
+        #expect(listing.lines.count == 1, "\(listing.output)")
+        let shown = String(listing.lines[0].split(separator: "\t")[0])
+        #expect(shown == "a\\r\\nb\\x1b[31mc\\x7fd\\x01")
+        #expect(!listing.output.unicodeScalars.contains { $0.value < 0x20 && $0 != "\t" && $0 != "\n" || $0.value == 0x7f })
+        #expect(BlobCache.escapedKey("é\u{301}/x") == "é\u{301}/x")
+    }
+
+    @Test("export writes every key it can, skips the rest one line each (exit 2), and never writes outside DIR")
+    func exportHostileKeys() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.appending("cache"))
+        let good = ["good/one": [UInt8]([1]), "a": [2], "dots/.../name": [3]]
+        for (key, value) in good { try cli.run(["put", key], stdin: Data(value)) }
+        let hostile = ["../\u{301}x",                        // '/' + combining mark is one Character
+                       "a/b",                                 // under the file of key "a"
+                       "long/" + String(repeating: "n", count: 300),
+                       "x/./y", "/abs"]
+        for key in hostile { try cli.run(["put", key], stdin: Data([9])) }
+        let damaged = Samples.random(100_000, seed: 4)
+        try cli.run(["put", "damaged"], stdin: Data(damaged))
+        flipByte(looseFile(dir.appending("cache"), BlobID(hashing: damaged)), at: 5000)
+
+        let destination = dir.appending("out/dest")
+        let export = try cli.run(["export", destination])
+        #expect(export.status == 2, "\(export.stderr)")
+        let complaints = export.stderr.split(separator: "\n")
+        #expect(complaints.count == hostile.count + 1, "\(export.stderr)")
+        #expect(export.output.contains("skipped \(hostile.count + 1)"), "\(export.output)")
+        for (key, value) in good { #expect(readFile(destination + "/" + key) == value, "\(key)") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appending("out")) == ["dest"])
+    }
+}
