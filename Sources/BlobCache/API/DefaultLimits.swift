@@ -34,10 +34,11 @@ extension BlobCache {
     ///
     ///     try BlobCache.saveDefaultLimits(.init(maxStoredBytes: 2_000_000_000), in: "/var/cache/app")
     public static func saveDefaultLimits(_ limits: Limits, in directory: String) throws {
-        let path = CacheFiles(root: FilePath(directory)).config
+        let files = CacheFiles(root: FilePath(directory))
+        let path = files.config
         var text = "# BlobCache default limits (bytes on disk of live blobs; entries)\n"
         if let size = limits.maxStoredBytes { text += "max-size = \(size)\n" }
         if let entries = limits.maxEntries { text += "max-entries = \(entries)\n" }
-        _ = try Array(text.utf8).withUnsafeBytes { try FileIO.posix.replaceAtomically(path, with: $0, durable: true) }
+        _ = try Array(text.utf8).withUnsafeBytes { try FileIO.posix.matchingAccess(of: files.root).replaceAtomically(path, with: $0, durable: true) }
     }
 }

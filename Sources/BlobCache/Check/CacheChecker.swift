@@ -19,6 +19,7 @@ extension BlobCache {
         guard try io.isDirectory(files.root) else {
             throw BlobCacheError.directoryUnusable(path: files.root.string, reason: "it is not a directory")
         }
+        let io = io.matchingAccess(of: files.root)
         let lock = try DirectoryLock.acquire(files, io: io, wait: options.waitForLock)
         defer { lock.release() }
         let limits = try options.limits ?? defaultLimits(in: files, io: io)

@@ -50,7 +50,7 @@ struct PackCollection: Sendable {
         let path = files.segmentPath(number)
         let staging = files.stagingPath(beside: path)
         let fd = try io.open(staging, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
-                             permissions: FileIO.filePermissions)
+                             permissions: io.filePermissions)
         var end = Int64(PackFormat.segmentHeaderSize)
         var placed: [(info: BlobInfo, offset: UInt64)] = []
         var cutShort: [BlobInfo] = []

@@ -22,7 +22,7 @@ struct DirectoryLock: Sendable {
     static func acquire(_ files: CacheFiles, io: FileIO, wait: Bool) throws -> DirectoryLock {
         try CacheDirectory.claim(files, io: io)
         let path = files.lock
-        let fd = try io.open(path, .readWrite, options: [.create], permissions: FileIO.filePermissions)
+        let fd = try io.open(path, .readWrite, options: [.create], permissions: io.filePermissions)
         do {
             try io.system.lockExclusively(fd, wait: wait)
         } catch {

@@ -15,8 +15,23 @@ import Darwin
 ///     let bytes = try io.readWholeFile(path)
 struct FileIO: Sendable {
     let system: any FileSystem
+    /// Whether the files and directories it creates are for the owner's group too: only in a
+    /// cache directory whose group may read, write and enter it (docs/SECURITY.md).
+    let sharedWithGroup: Bool
 
-    init(_ system: any FileSystem) { self.system = system }
+    init(_ system: any FileSystem, sharedWithGroup: Bool = false) {
+        self.system = system
+        self.sharedWithGroup = sharedWithGroup
+    }
+
+    /// This file system, creating files as `directory`'s mode says: for the group too when the
+    /// group may read, write and enter it (a cache a team shares, `chmod 2770`), else for the
+    /// owner alone.
+    func matchingAccess(of directory: FilePath) -> FileIO {
+        let groupAll = S_IRGRP | S_IWGRP | S_IXGRP
+        let shared = status(directory).map { $0.st_mode & groupAll == groupAll } ?? false
+        return FileIO(system, sharedWithGroup: shared)
+    }
 
     /// The real file system.
     static let posix = FileIO(PosixFileSystem())
@@ -33,7 +48,7 @@ struct FileIO: Sendable {
 
     /// Creates a file that must not exist yet, for writing.
     func create(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .writeOnly) throws -> FileDescriptor {
-        try open(path, mode, options: [.create, .exclusiveCreate], permissions: Self.filePermissions)
+        try open(path, mode, options: [.create, .exclusiveCreate], permissions: filePermissions)
     }
 
     /// Opens `path` (for reading unless told); `nil` when it does not exist.
@@ -163,7 +178,7 @@ struct FileIO: Sendable {
         var failure = Errno.fileExists
         for _ in 0..<8 {
             do {
-                try system.makeDirectory(path, permissions: Self.directoryPermissions)
+                try system.makeDirectory(path, permissions: directoryPermissions)
                 return true
             } catch .fileExists {
                 switch try fileType(path) {
@@ -218,7 +233,7 @@ struct FileIO: Sendable {
         let temporary = CacheFiles.temporary(for: path)
         _ = try remove(temporary)
         let fd = try open(temporary, keepOpen ? .readWrite : .writeOnly, options: [.create, .exclusiveCreate],
-                          permissions: Self.filePermissions)
+                          permissions: filePermissions)
         do {
             try writeAll(fd, bytes, at: 0, path: temporary)
             if durable { try sync(fd, path: temporary) }
@@ -241,7 +256,10 @@ struct FileIO: Sendable {
         }
     }
 
-    /// Files the cache creates: owner read-write, group and others read.
-    static let filePermissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead]
-    static let directoryPermissions: FilePermissions = [.ownerReadWriteExecute, .groupReadExecute, .otherReadExecute]
+    /// Files the cache creates: 0600, or 0660 when shared with the group (less the umask).
+    var filePermissions: FilePermissions { sharedWithGroup ? [.ownerReadWrite, .groupReadWrite] : [.ownerReadWrite] }
+    /// Directories the cache creates: 0700, or 0770 when shared with the group.
+    var directoryPermissions: FilePermissions {
+        sharedWithGroup ? [.ownerReadWriteExecute, .groupReadWriteExecute] : [.ownerReadWriteExecute]
+    }
 }

@@ -156,7 +156,7 @@ final class JournalFile: @unchecked Sendable {
         let temporary = CacheFiles.temporary(for: path)
         _ = try io.remove(temporary)
         let file = OpenFile(descriptor: try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
-                                                    permissions: FileIO.filePermissions),
+                                                    permissions: io.filePermissions),
                             path: path, io: io)
         do {
             try writer.bytes.withUnsafeBytes { try io.writeAll(file.descriptor, $0, at: 0, path: temporary) }

@@ -95,7 +95,7 @@ final class BlobStore: @unchecked Sendable {
         let path = files.segmentPath(number)
         let temporary = files.stagingPath(beside: path)
         let fd = try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
-                             permissions: FileIO.filePermissions)
+                             permissions: io.filePermissions)
         do {
             try PackFormat.segmentHeader(number: number).withUnsafeBytes {
                 try io.writeAll(fd, $0, at: 0, path: temporary)

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// Private by default (issue 11, item 4): what BlobCache creates is the owner's alone, unless
+/// the cache directory is one the owner's group may read, write and enter.
+@Suite("Permissions")
+struct PermissionTests {
+    /// Every path below `root` (itself included) with its mode bits.
+    private func modes(below root: String) -> [(path: String, mode: mode_t, directory: Bool)] {
+        var result: [(String, mode_t, Bool)] = []
+        var info = stat()
+        func visit(_ path: String) {
+            guard lstat(path, &info) == 0 else { return }
+            let directory = info.st_mode & S_IFMT == S_IFDIR
+            result.append((path, info.st_mode & 0o7777, directory))
+            if directory { for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] { visit(path + "/" + name) } }
+        }
+        visit(root)
+        return result
+    }
+
+    /// Fills a cache at `path` with every kind of file it makes.
+    private func useEveryFile(_ path: String) throws {
+        var configuration = BlobCache.Configuration()
+        configuration.snapshotThreshold = 0
+        let cache = try BlobCache(directory: path, configuration: configuration)
+        try cache.set(Samples.random(100_000, seed: 1), forKey: "loose")
+        try cache.set(Samples.random(500, seed: 2), forKey: "packed")
+        try cache.close()
+        try BlobCache.saveDefaultLimits(.init(maxStoredBytes: 1 << 30), in: path)
+    }
+
+    @Test("a cache BlobCache creates, its missing parents and every file in it are the owner's alone (0700, 0600)")
+    func privateByDefault() throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("home/.cache/app")
+        try useEveryFile(root)
+        let seen = modes(below: dir.appending("home"))
+        #expect(seen.count >= 12, "\(seen.map(\.path))")
+        for (path, mode, directory) in seen {
+            #expect(mode == (directory ? 0o700 : 0o600), "\(path): \(String(mode, radix: 8))")
+        }
+    }
+
+    @Test("an existing directory keeps its mode; a group-shared one gets files the group can read")
+    func existingDirectoriesKeepTheirMode() throws {
+        let dir = TemporaryDirectory()
+        let plain = dir.appending("plain"), shared = dir.appending("shared")
+        for (path, mode) in [(plain, 0o755), (shared, 0o2770)] {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+            #expect(chmod(path, mode_t(mode)) == 0)
+            try useEveryFile(path)
+        }
+        for (path, mode, directory) in modes(below: plain) where path != plain {
+            #expect(mode == (directory ? 0o700 : 0o600), "\(path): \(String(mode, radix: 8))")
+        }
+        #expect(modes(below: plain)[0].mode == 0o755)
+        for (path, mode, directory) in modes(below: shared) where path != shared {
+            // Group read at least (write too where the umask allows), never others.
+            #expect(mode & 0o007 == 0 && mode & (directory ? 0o050 : 0o040) != 0, "\(path): \(String(mode, radix: 8))")
+        }
+        #expect(modes(below: shared)[0].mode == 0o2770)
+    }
+}
