@@ -36,9 +36,12 @@ struct FileIO: Sendable {
     /// The real file system.
     static let posix = FileIO(PosixFileSystem())
 
-    /// Opens `path` (close-on-exec).
+    /// Opens `path` (close-on-exec). A file is never opened through a symbolic link
+    /// (`O_NOFOLLOW`: ELOOP instead), so nothing planted in DIR leads outside it; a directory
+    /// may be one (the cache directory itself may be reached through a link).
     func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode,
               options: FileDescriptor.OpenOptions = [], permissions: FilePermissions? = nil) throws -> FileDescriptor {
+        let options = options.contains(.directory) ? options : options.union(.noFollow)
         do {
             return try system.open(path, mode, options: options.union(.closeOnExec), permissions: permissions)
         } catch {
@@ -51,10 +54,11 @@ struct FileIO: Sendable {
         try open(path, mode, options: [.create, .exclusiveCreate], permissions: filePermissions)
     }
 
-    /// Opens `path` (for reading unless told); `nil` when it does not exist.
+    /// Opens a file (for reading unless told), never through a symbolic link; `nil` when it
+    /// does not exist.
     func openIfExists(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .readOnly) throws -> FileDescriptor? {
         do {
-            return try system.open(path, mode, options: .closeOnExec, permissions: nil)
+            return try system.open(path, mode, options: [.closeOnExec, .noFollow], permissions: nil)
         } catch .noSuchFileOrDirectory {
             return nil
         } catch {

@@ -29,7 +29,9 @@ final class BlobStore: @unchecked Sendable {
         try io.makeDirectory(files.objects)
         try io.makeDirectory(files.packs)
         for name in try io.listDirectory(files.packs) {
-            guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
+            // A link or a directory named like a segment is not one (fsck reports it).
+            guard let number = PackFormat.segmentNumber(fromFileName: name),
+                  try io.isRegularFile(files.segmentPath(number)) else { continue }
             let path = files.segmentPath(number)
             let fd = try io.open(path, .readWrite, options: .noFollow)
             let size = try io.fileSize(fd, path: path)

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// No symbolic link inside DIR is followed (issue 11, item 3): a link planted where a segment,
+/// the journal, the lock, the snapshot or the counters should be never leads a write (or a
+/// truncation) to the file it points at.
+@Suite("Symbolic links in DIR")
+struct SymlinkTests {
+    /// A cache with a loose and a packed value, closed, plus a file outside it to aim links at.
+    private func makeCache(_ dir: TemporaryDirectory) throws -> (root: String, victim: String, victimBytes: [UInt8]) {
+        let root = dir.appending("cache"), victim = dir.appending("thesis.pdf")
+        let cache = try BlobCache(directory: root)
+        try cache.set(Samples.random(100_000, seed: 1), forKey: "loose")
+        try cache.set(Samples.random(500, seed: 2), forKey: "packed")
+        try cache.close()
+        let bytes = Samples.random(20_000, seed: 3)
+        writeFile(victim, bytes)
+        return (root, victim, bytes)
+    }
+
+    @Test("a link named like a segment is not opened, truncated or written: the cache opens and works beside it")
+    func segmentLink() throws {
+        let dir = TemporaryDirectory()
+        let (root, victim, bytes) = try makeCache(dir)
+        try FileManager.default.createSymbolicLink(atPath: root + "/packs/999999.pack", withDestinationPath: victim)
+        let cache = try BlobCache(directory: root)
+        #expect(same(try cache.bytes(forKey: "packed"), Samples.random(500, seed: 2)))
+        for n in 0..<50 { try cache.set(Samples.random(700, seed: UInt64(10 + n)), forKey: "k\(n)") }
+        try cache.compact()
+        try cache.close()
+        #expect(readFile(victim).elementsEqual(bytes), "the file behind the link changed")
+        let check = try BlobCache.check(directory: root)
+        #expect(check.findings.contains { $0.problem == "unknown-file" && $0.path.hasSuffix("999999.pack") })
+    }
+
+    @Test("links where the journal, lock, snapshot, stats or config should be are never written through",
+          arguments: ["journal", "lock", "index", "stats", "config"])
+    func fileLinks(name: String) throws {
+        let dir = TemporaryDirectory()
+        let (root, victim, bytes) = try makeCache(dir)
+        try? FileManager.default.removeItem(atPath: root + "/" + name)
+        try FileManager.default.createSymbolicLink(atPath: root + "/" + name, withDestinationPath: victim)
+        var configuration = BlobCache.Configuration()
+        configuration.snapshotThreshold = 0
+        // The open may refuse (a link where the journal or lock must be) or go on; either way
+        // the file behind the link is untouched.
+        if let cache = try? BlobCache(directory: root, configuration: configuration) {
+            try? cache.set([1, 2, 3], forKey: "new")
+            try? cache.close()
+        }
+        try? BlobCache.saveDefaultLimits(.init(maxStoredBytes: 1 << 20), in: root)
+        var repair = BlobCache.CheckOptions()
+        repair.repair = true
+        _ = try? BlobCache.check(directory: root, options: repair)
+        #expect(readFile(victim).elementsEqual(bytes), "\(name): the file behind the link changed")
+    }
+}
