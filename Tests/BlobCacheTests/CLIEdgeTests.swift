@@ -18,6 +18,7 @@ struct CLIEdgeTests {
         #expect(shown == "a\\r\\nb\\x1b[31mc\\x7fd\\x01")
         #expect(!listing.output.unicodeScalars.contains { $0.value < 0x20 && $0 != "\t" && $0 != "\n" || $0.value == 0x7f })
         #expect(BlobCache.escapedKey("é\u{301}/x") == "é\u{301}/x")
+        #expect(BlobCache.escapedKey("a\u{9b}31m\u{85}b\u{202e}c\u{2028}") == "a\\u{9b}31m\\u{85}b\\u{202e}c\\u{2028}")
     }
 
     @Test("export writes every key it can, skips the rest one line each (exit 2), and never writes outside DIR")

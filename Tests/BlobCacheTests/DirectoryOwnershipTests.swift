@@ -72,8 +72,9 @@ struct DirectoryOwnershipTests {
         let values = [Samples.random(100_000, seed: 1), Samples.random(500, seed: 2)]
         for (n, value) in values.enumerated() { try cache.set(value, forKey: "k\(n)") }
         try cache.close()
-        let planted = ["objects/0/0/not-a-blob", "objects/README", "packs/notes.txt"]
+        let planted = ["objects/0/0/not-a-blob", "objects/README", "packs/notes.txt", "packs/tmp.notes", "objects/A/keep"]
         try FileManager.default.createDirectory(atPath: dir.appending("objects/0/0"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir.appending("objects/A"), withIntermediateDirectories: true)
         for name in planted { writeFile(dir.appending(name), [1, 2, 3]) }
         try FileManager.default.removeItem(atPath: dir.appending("journal"))
 
@@ -88,5 +89,45 @@ struct DirectoryOwnershipTests {
         try rebuilt.compact()
         try rebuilt.close()
         for name in planted { #expect(readFile(dir.appending(name)) == [1, 2, 3], "\(name)") }
+    }
+
+    @Test("a folder whose file named journal is not a BlobCache journal, or whose CACHEDIR.TAG is another program's, is refused untouched")
+    func impostorNamesAreRefused() throws {
+        let dir = TemporaryDirectory()
+        let notes = dir.appending("notes"), cargo = dir.appending("target")
+        try FileManager.default.createDirectory(atPath: notes, withIntermediateDirectories: false)
+        writeFile(notes + "/journal", Array("Dear diary,\n".utf8))
+        try FileManager.default.createDirectory(atPath: cargo + "/debug", withIntermediateDirectories: true)
+        let cargoTag = Array("Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n".utf8)
+        writeFile(cargo + "/CACHEDIR.TAG", cargoTag)
+        for folder in [notes, cargo] {
+            #expect(throws: BlobCacheError.self, "\(folder)") { try BlobCache(directory: folder) }
+            #expect(throws: BlobCacheError.self, "\(folder)") { try BlobCache.saveDefaultLimits(.init(maxEntries: 5), in: folder) }
+        }
+        #expect(readFile(notes + "/journal") == Array("Dear diary,\n".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: notes) == ["journal"])
+        #expect(readFile(cargo + "/CACHEDIR.TAG") == cargoTag)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cargo).sorted() == ["CACHEDIR.TAG", "debug"])
+    }
+
+    @Test("directories that hold only what a cache writes open: limits saved first, an untagged cache whose journal was lost")
+    func cacheShapedDirectoriesOpen() throws {
+        let dir = TemporaryDirectory()
+        let fresh = dir.appending("fresh")
+        try FileManager.default.createDirectory(atPath: fresh, withIntermediateDirectories: false)
+        try BlobCache.saveDefaultLimits(.init(maxEntries: 5), in: fresh)
+        let cache = try BlobCache(directory: fresh)
+        #expect(try cache.totals().limits.maxEntries == 5)
+        try cache.close()
+
+        let old = dir.appending("old")
+        let value = Samples.random(500, seed: 7)
+        let earlier = try BlobCache(directory: old)
+        try earlier.set(value, forKey: "k")
+        try earlier.close()
+        for name in ["CACHEDIR.TAG", "journal"] { try FileManager.default.removeItem(atPath: old + "/" + name) }
+        let rebuilt = try BlobCache(directory: old)
+        #expect(same(try rebuilt.bytes(for: BlobID(hashing: value)), value))
+        try rebuilt.close()
     }
 }

@@ -55,4 +55,24 @@ struct SymlinkTests {
         _ = try? BlobCache.check(directory: root, options: repair)
         #expect(readFile(victim).elementsEqual(bytes), "\(name): the file behind the link changed")
     }
+
+    @Test("a directory where the next segment would go does not stop new values being packed")
+    func directoryNamedLikeNextSegment() throws {
+        let dir = TemporaryDirectory()
+        let configure: (inout BlobCache.Configuration) -> Void = { $0.packSegmentLimit = 64 << 10 }
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(configure))
+        try cache.set(Samples.random(500, seed: 1), forKey: "first")
+        try cache.close()
+        try FileManager.default.createDirectory(atPath: dir.appending("packs/000002.pack"), withIntermediateDirectories: false)
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(configure))
+        var values: [String: [UInt8]] = [:]
+        for n in 0..<80 {   // more than one segment holds
+            values["k\(n)"] = Samples.random(2000, seed: UInt64(10 + n))
+            try reopened.set(values["k\(n)"]!, forKey: "k\(n)")
+        }
+        for (key, value) in values { #expect(same(try reopened.bytes(forKey: key), value), "\(key)") }
+        try reopened.close()
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: dir.appending("packs/000002.pack"), isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
 }

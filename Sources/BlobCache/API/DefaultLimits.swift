@@ -35,6 +35,7 @@ extension BlobCache {
     ///     try BlobCache.saveDefaultLimits(.init(maxStoredBytes: 2_000_000_000), in: "/var/cache/app")
     public static func saveDefaultLimits(_ limits: Limits, in directory: String) throws {
         let files = CacheFiles(root: FilePath(directory))
+        try CacheDirectory.claim(files, io: .posix)
         let path = files.config
         var text = "# BlobCache default limits (bytes on disk of live blobs; entries)\n"
         if let size = limits.maxStoredBytes { text += "max-size = \(size)\n" }

@@ -16,7 +16,9 @@ extension BlobCache {
         /// What is wrong, for a person.
         public var detail: String
 
-        public var description: String { "\(problem) \(subject) \(path): \(detail)" }
+        /// The finding as one line; the path escaped like a key (a planted file's name can hold a
+        /// line break or a terminal escape).
+        public var description: String { "\(problem) \(subject) \(BlobCache.escapedKey(path)): \(detail)" }
     }
 
     /// What `check` found (and, with repair, what it fixed).

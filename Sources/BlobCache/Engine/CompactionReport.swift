@@ -82,9 +82,9 @@ extension CacheEngine {
         for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && !files.isOwnStagingName(name) {
             _ = try? io.remove(files.packs.appending(name))
         }
-        for shard in try io.listDirectory(files.objects) where shard.count == 1 {
+        for shard in try io.listDirectory(files.objects) where CacheFiles.isShardName(shard) {
             let shardPath = files.objects.appending(shard)
-            for leaf in (try? io.listDirectory(shardPath)) ?? [] where leaf.count == 1 {
+            for leaf in (try? io.listDirectory(shardPath)) ?? [] where CacheFiles.isShardName(leaf) {
                 let leafPath = shardPath.appending(leaf)
                 for name in (try? io.listDirectory(leafPath)) ?? []
                     where CacheFiles.isStagingName(name) && !files.isOwnStagingName(name) {

@@ -74,8 +74,21 @@ struct CacheFiles: Sendable {
         final.removingLastComponent().appending("\(ownStagingPrefix)\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
     }
 
-    /// Whether a file name is a staged file's temporary name.
-    static func isStagingName(_ name: String) -> Bool { name.hasPrefix(stagingPrefix) }
+    /// Whether a file name is a staged file's temporary name: `tmp.` and two or three
+    /// dot-separated runs of lowercase hex digits (`tmp.<pid>.<token>.<n>`, or `tmp.<pid>.<n>`
+    /// from earlier releases). Anything else starting with `tmp.` is not the cache's.
+    static func isStagingName(_ name: String) -> Bool {
+        guard name.hasPrefix(stagingPrefix) else { return false }
+        let parts = name.utf8.dropFirst(stagingPrefix.utf8.count).split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return (2...3).contains(parts.count) && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(isLowercaseHexDigit) }
+    }
+
+    /// Whether a name is one shard directory's: one lowercase hex digit.
+    static func isShardName(_ name: String) -> Bool { name.utf8.count == 1 && name.utf8.allSatisfy(isLowercaseHexDigit) }
+
+    private static func isLowercaseHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
 
     /// Whether a staging name was made by this open (whose sets in flight may still own it).
     func isOwnStagingName(_ name: String) -> Bool { name.hasPrefix(ownStagingPrefix) }

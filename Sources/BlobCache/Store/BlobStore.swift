@@ -29,9 +29,13 @@ final class BlobStore: @unchecked Sendable {
         try io.makeDirectory(files.objects)
         try io.makeDirectory(files.packs)
         for name in try io.listDirectory(files.packs) {
-            // A link or a directory named like a segment is not one (fsck reports it).
-            guard let number = PackFormat.segmentNumber(fromFileName: name),
-                  try io.isRegularFile(files.segmentPath(number)) else { continue }
+            guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
+            // A link or a directory named like a segment is not one (fsck reports it), and its
+            // number is never given to a new segment (which could not be renamed over it).
+            guard try io.isRegularFile(files.segmentPath(number)) else {
+                reservedNumbers.insert(number)
+                continue
+            }
             let path = files.segmentPath(number)
             let fd = try io.open(path, .readWrite, options: .noFollow)
             let size = try io.fileSize(fd, path: path)

@@ -17,7 +17,7 @@ struct DirectoryScan {
         let objects = files.objects, packs = files.packs
         for shard in try io.listDirectory(objects).sorted() {
             let shardPath = objects.appending(shard)
-            guard shard.count == 1, shard.allSatisfy(\.isHexDigit), try io.isDirectory(shardPath) else {
+            guard CacheFiles.isShardName(shard), try io.isDirectory(shardPath) else {
                 unknownFiles.append(shardPath)
                 continue
             }
@@ -25,7 +25,7 @@ struct DirectoryScan {
             if leaves.isEmpty { emptyShardDirectories.append(shardPath) }
             for leaf in leaves {
                 let leafPath = shardPath.appending(leaf)
-                guard leaf.count == 1, leaf.allSatisfy(\.isHexDigit), try io.isDirectory(leafPath) else {
+                guard CacheFiles.isShardName(leaf), try io.isDirectory(leafPath) else {
                     unknownFiles.append(leafPath)
                     continue
                 }
