@@ -7,7 +7,7 @@ struct Fsck: ParsableCommand {
         abstract: "Check the cache's integrity (like git fsck); --repair fixes what it finds.",
         discussion: """
             One line per finding: <problem-id> <blob id or key> <path>: <detail>, then a summary. \
-            Errors set the exit code; notes (dangling-blob, stale-temp, empty-shard, size-mismatch) do not. \
+            Errors set the exit code; notes (dangling-blob, stale-temp, empty-shard, size-mismatch, unknown-file) do not. \
             Exit: 0 no errors, 1 errors found and all repaired, 4 errors left, 8 cannot open (in use). \
             Problem ids are listed in docs/FSCK.md.
             """)

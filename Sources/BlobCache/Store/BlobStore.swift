@@ -30,14 +30,14 @@ final class BlobStore: @unchecked Sendable {
         try io.makeDirectory(files.packs)
         for name in try io.listDirectory(files.packs) {
             guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
+            let path = files.segmentPath(number)
             // A link or a directory named like a segment is not one (fsck reports it), and its
             // number is never given to a new segment (which could not be renamed over it).
-            guard try io.isRegularFile(files.segmentPath(number)) else {
+            guard try io.isRegularFile(path) else {
                 reservedNumbers.insert(number)
                 continue
             }
-            let path = files.segmentPath(number)
-            let fd = try io.open(path, .readWrite, options: .noFollow)
+            let fd = try io.open(path, .readWrite)
             let size = try io.fileSize(fd, path: path)
             segments[number] = PackSegment(number: number, path: path, descriptor: fd,
                                            mappedLength: Int(max(size, segmentLimit)), io: io)

@@ -8,11 +8,6 @@ import Testing
 /// these name the defect and reproduce it directly.
 @Suite("Durability defects of issue 10")
 struct DefectTests {
-    private func open(_ dir: TemporaryDirectory, _ fileSystem: FaultyFileSystem? = nil,
-                      _ change: (inout BlobCache.Configuration) -> Void = { _ in }) throws -> BlobCache {
-        try openCache(dir, fileSystem, change)
-    }
-
     // MARK: 1. Unlink before the record that makes it safe
 
     @Test("1: a journal write failing (ENOSPC) while a loose value is replaced keeps the acknowledged old value")
@@ -20,13 +15,13 @@ struct DefectTests {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let old = Samples.random(200_000, seed: 1)
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 0 }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 0 }
         try cache.set(old, forKey: "k")
         fileSystem.arm(.init(call: .write, occurrence: 1, fault: .fail(.noSpace), pathSuffix: "/journal"))
         #expect(throws: BlobCacheError.self) { try cache.set(Samples.random(200_000, seed: 2), forKey: "k") }
         #expect(fileSystem.fired)
         try? cache.close()
-        let reopened = try open(dir)
+        let reopened = try openCache(dir)
         #expect(same(try reopened.bytes(forKey: "k"), old))
     }
 
@@ -35,12 +30,12 @@ struct DefectTests {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let values = (0..<5).map { Samples.random(50_000, seed: UInt64($0)) }
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 0 }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 0 }
         for (n, value) in values.enumerated() { try cache.set(value, forKey: "k\(n)") }
         fileSystem.arm(.init(call: .write, occurrence: 1, fault: .fail(.ioError), pathSuffix: "/journal"))
         #expect(throws: BlobCacheError.self) { try cache.removeAll() }
         try? cache.close()
-        let reopened = try open(dir)
+        let reopened = try openCache(dir)
         for (n, value) in values.enumerated() { #expect(same(try reopened.bytes(forKey: "k\(n)"), value), "k\(n)") }
     }
 
@@ -51,7 +46,7 @@ struct DefectTests {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let value = Samples.random(100_000, seed: 3)
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 0 }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 0 }
         let id = try cache.set(value, forKey: "a")
         let fired = Locked(false)
         let file = looseFile(dir.path, id)
@@ -70,7 +65,7 @@ struct DefectTests {
         #expect(read == nil || same(read, value))
         #expect(same(try cache.bytes(forKey: "b"), value))
         try cache.close()
-        #expect(same(try open(dir).bytes(forKey: "b"), value))
+        #expect(same(try openCache(dir).bytes(forKey: "b"), value))
     }
 
     // MARK: 3. fsck --repair of a damaged pack segment loses undamaged data
@@ -79,7 +74,7 @@ struct DefectTests {
     func repairKeepsIntactRecordsOfDamagedSegment(newest: Bool) throws {
         let dir = TemporaryDirectory()
         let values = (0..<60).map { Samples.random(3000, seed: UInt64(40 + $0)) }
-        let cache = try open(dir) { $0.packThreshold = 8192; $0.packSegmentLimit = 64 << 10 }
+        let cache = try openCache(dir) { $0.packThreshold = 8192; $0.packSegmentLimit = 64 << 10 }
         for (n, value) in values.enumerated() { try cache.set(value, forKey: "k\(n)") }
         try cache.close()
         let segments = filesBelow(dir.appending("packs"))
@@ -91,7 +86,7 @@ struct DefectTests {
         let report = try BlobCache.check(directory: dir.path, options: options)
         #expect(report.findings.contains { $0.problem == "pack-corrupt" })
         #expect(report.errorsLeft.isEmpty)
-        let reopened = try open(dir)
+        let reopened = try openCache(dir)
         for (n, value) in values.enumerated() { #expect(same(try reopened.bytes(forKey: "k\(n)"), value), "k\(n)") }
     }
 
@@ -119,7 +114,7 @@ struct DefectTests {
     func compactionSyncsEveryDestination() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 8192; $0.packSegmentLimit = 64 << 10 }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 8192; $0.packSegmentLimit = 64 << 10 }
         for n in 0..<120 { try cache.set(Samples.random(3000, seed: UInt64(n)), forKey: "k\(n)") }
         for n in stride(from: 0, to: 120, by: 4) { try cache.removeValue(forKey: "k\(n)") }
         fileSystem.startTracing()
@@ -133,7 +128,7 @@ struct DefectTests {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         // Raw (codec none) loose blobs that zlib shrinks below the pack threshold.
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 8192; $0.codec = .none }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 8192; $0.codec = .none }
         for n in 0..<10 { try cache.set(Samples.compressible(20_000, seed: UInt64(n)), forKey: "k\(n)") }
         fileSystem.startTracing()
         try cache.compact(recompressingTo: .zlib(level: 6))
@@ -146,7 +141,7 @@ struct DefectTests {
     @Test("5: evicting to a smaller cap collects the dead pack bytes it leaves")
     func evictionCollectsDeadPackBytes() throws {
         let dir = TemporaryDirectory()
-        let cache = try open(dir)
+        let cache = try openCache(dir)
         for n in 0..<2000 { try cache.set(Samples.random(4000, seed: UInt64(n)), forKey: "k\(n)") }
         try cache.setLimits(.init(maxStoredBytes: 1 << 20))
         let totals = try cache.totals()
@@ -177,14 +172,14 @@ struct DefectTests {
         let zeros = [UInt8](repeating: 0, count: 8 << 20)
         #expect(zeros.withUnsafeBytes { JournalReader.countFrames(records: $0) } == 0)
         let dir = TemporaryDirectory()
-        let cache = try open(dir)
+        let cache = try openCache(dir)
         try cache.set([1, 2, 3], forKey: "k")
         try cache.close()
         let handle = try #require(FileHandle(forWritingAtPath: dir.appending("journal")))
         handle.seekToEndOfFile()
         handle.write(Data(zeros))
         try handle.close()
-        let reopened = try open(dir)
+        let reopened = try openCache(dir)
         #expect(try reopened.bytes(forKey: "k") == [1, 2, 3])
     }
 
@@ -194,7 +189,7 @@ struct DefectTests {
     func failedSetLeavesNoTemporary() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 0 }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 0 }
         // The cache closes between staging (outside the lock) and publishing.
         fileSystem.interposeOnOpen(before: nil, after: { path in
             guard CacheFiles.isStagingName(path.lastComponent?.string ?? "") else { return }
@@ -209,7 +204,7 @@ struct DefectTests {
     func compactionSparesInFlightStagedFile() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
-        let cache = try open(dir, fileSystem) { $0.packThreshold = 0 }
+        let cache = try openCache(dir, fileSystem) { $0.packThreshold = 0 }
         let value = Samples.random(10_000, seed: 9)
         // Once the staged file exists (the first open may fail: the shard is not there yet).
         fileSystem.interposeOnOpen(before: nil, after: { path in
@@ -225,7 +220,7 @@ struct DefectTests {
     @Test("6: temporaries a crashed writer left are swept by the next open that finds a torn journal")
     func openSweepsStaleTemporaries() throws {
         let dir = TemporaryDirectory()
-        let cache = try open(dir) { $0.packThreshold = 0 }
+        let cache = try openCache(dir) { $0.packThreshold = 0 }
         try cache.set(Samples.random(10_000, seed: 1), forKey: "k")
         try cache.close()
         let leftover = dir.appending("objects/a/b/tmp.999999.1234")
@@ -235,7 +230,7 @@ struct DefectTests {
         handle.seekToEndOfFile()
         handle.write(Data([9, 0, 0]))   // a torn record: the writer died mid-append
         try handle.close()
-        let reopened = try open(dir)
+        let reopened = try openCache(dir)
         #expect(!FileManager.default.fileExists(atPath: leftover))
         #expect(try reopened.bytes(forKey: "k") != nil)
     }
@@ -246,7 +241,7 @@ struct DefectTests {
     func getDoesNotFsync() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
-        let cache = try open(dir, fileSystem) { $0.durability = .powerLossSafe; $0.accessJournalInterval = .zero }
+        let cache = try openCache(dir, fileSystem) { $0.durability = .powerLossSafe; $0.accessJournalInterval = .zero }
         try cache.set(Samples.random(1000), forKey: "k")
         fileSystem.startTracing()
         #expect(try cache.bytes(forKey: "k") != nil)
@@ -258,7 +253,7 @@ struct DefectTests {
     @Test("7: automatic pack GC keeps the dead bytes within their allowance (an eighth of the live ones) after every set")
     func collectionIsIncremental() throws {
         let dir = TemporaryDirectory()
-        let cache = try open(dir) { $0.maxStoredBytes = 4 << 20; $0.packSegmentLimit = 64 << 10 }
+        let cache = try openCache(dir) { $0.maxStoredBytes = 4 << 20; $0.packSegmentLimit = 64 << 10 }
         var largestRun = 0
         for n in 0..<5000 {
             try cache.set(Samples.random(2000, seed: UInt64(n)), forKey: "k\(n)")
@@ -269,43 +264,41 @@ struct DefectTests {
         #expect(largestRun > 10)
     }
 
-    @Test("7: while a pack collection or a journal rewrite fsyncs, other threads still get and set",
+    @Test("7: while a pack collection or a journal rewrite fsyncs, the engine lock is free: a get and a set go through",
           arguments: ["/packs/", "journal.tmp"])
     func maintenanceLeavesTheLockFree(fsyncedPath: String) throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
-        let cache = try open(dir, fileSystem) {
+        let cache = try openCache(dir, fileSystem) {
             $0.maxStoredBytes = 1 << 20
             $0.packSegmentLimit = 64 << 10
             // For the journal, values are loose: no pack collection fsyncs the journal first.
             if fsyncedPath == "journal.tmp" { $0.packThreshold = 0 }
         }
-        let probe = Samples.random(500, seed: 1)
+        let probe = Samples.random(500, seed: 1), other = Samples.random(300, seed: 2)
         try cache.set(probe, forKey: "probe")
-        // nil until the first fsync of a matching file; then whether a get and a set on another
-        // thread finished while the maintaining thread stood at that fsync.
-        let othersFinished = Locked<Bool?>(nil)
+        // nil until the first fsync of a matching file; then whether the engine lock was free
+        // there. The hook runs on the maintaining thread: before the fix it holds the lock at
+        // that fsync, so every other thread's get would wait for the whole run.
+        let lockWasFree = Locked<Bool?>(nil)
+        let probeRead = Locked(false)
         fileSystem.interposeOnSync { path in
-            guard path.string.contains(fsyncedPath), othersFinished.withLock({ $0 == nil }) else { return }
-            let done = DispatchSemaphore(value: 0)
-            let read = Locked(false)
-            Thread {
-                read.withLock { $0 = (try? cache.bytes(forKey: "probe")) == probe }
-                _ = try? cache.set(Samples.random(300, seed: 2), forKey: "other")
-                done.signal()
-            }.start()
-            // A deadline only to report the failure: before the fix the other thread waits on
-            // the engine lock until this fsync returns, so it never finishes in time.
-            let finished = done.wait(timeout: .now() + 30) == .success
-            othersFinished.withLock { $0 = finished && read.withLock { $0 } }
+            guard path.string.contains(fsyncedPath), lockWasFree.withLock({ $0 == nil }) else { return }
+            let free = cache.state.withLockIfAvailable { _ in true } != nil
+            lockWasFree.withLock { $0 = free }
+            guard free else { return }   // a get from here would wait on this very thread
+            probeRead.withLock { $0 = (try? cache.bytes(forKey: "probe")) == probe }
+            _ = try? cache.set(other, forKey: "other")
         }
         var sets = 0
-        while othersFinished.withLock({ $0 }) == nil && sets < 50_000 {
+        while lockWasFree.withLock({ $0 }) == nil && sets < 50_000 {
             try cache.set(Samples.random(2000, seed: UInt64(sets)), forKey: "k\(sets % 40)")
             sets += 1
         }
         fileSystem.interposeOnSync(before: nil)
-        #expect(othersFinished.withLock { $0 } == true, "after \(sets) sets")
+        #expect(lockWasFree.withLock { $0 } == true, "after \(sets) sets")
+        #expect(probeRead.withLock { $0 })
+        #expect(same(try cache.bytes(forKey: "other"), other))
         #expect(same(try cache.bytes(forKey: "probe"), probe))
     }
 
