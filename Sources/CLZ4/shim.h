@@ -4,15 +4,17 @@
 #include <lz4frame.h>
 #include <string.h>
 
-/* Block size of the frames written for srcSize bytes (see blobcache_lz4_prefs). */
+/* Block size of the frames written for srcSize bytes (see blobcache_lz4_prefs): 64 KB up to
+ * 64 KB of input, else 256 KB. These are the only two sizes written; a reader takes any. */
 static inline size_t blobcache_lz4_block_max(size_t srcSize) {
     return srcSize <= (64 << 10) ? (64 << 10) : (256 << 10);
 }
 
 /* Frame preferences for srcSize bytes: the smallest block size that holds the input (so
  * neither the bound nor the context's buffers are sized for 4 MB blocks when the value is 4 KB),
- * independent blocks, content size recorded, autoflush (no internal buffering), no frame
- * checksum (the container carries a CRC-32). */
+ * independent blocks, content size recorded, autoflush (no internal buffering), no block or
+ * content checksum (the container's XXH64-based checksum, in the loose blob or pack record
+ * header, covers the payload). */
 static inline LZ4F_preferences_t blobcache_lz4_prefs(size_t srcSize) {
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);
@@ -60,7 +62,7 @@ static inline size_t blobcache_lz4_block_bound(size_t blockMax) {
     return 4 + (size_t)LZ4_compressBound((int)blockMax);
 }
 
-/* Encodes block `index` of src (blocks of blockMax bytes, the last one shorter) as a frame
+/* Encodes block `index` of src (blocks of blockMax bytes, the last one shorter) the way a frame
  * with independent blocks stores it: a 4-byte little-endian size, then the compressed bytes,
  * or the raw bytes with the size's high bit set when compressing does not make them smaller.
  * dst must hold blobcache_lz4_block_bound(blockMax) bytes. Returns the bytes written. */

@@ -5,16 +5,23 @@ import SystemPackage
 ///     do { try cache.set(bytes, forKey: "k") }
 ///     catch let error as BlobCacheError { print(error) }   // a one-line, actionable message
 public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The cache directory is missing, not a directory, or not writable, and could not be made so.
+    /// The cache directory is missing, not a directory, or not writable, and could not be made
+    /// so; or it is not empty and not a BlobCache cache (no BlobCache journal, no
+    /// `CACHEDIR.TAG` naming BlobCache), so it is left alone.
     case directoryUnusable(path: String, reason: String)
     /// Another open cache (this or another process) holds the single-writer lock.
     case inUse(path: String, pid: Int32?)
     /// A file operation failed.
     case io(operation: String, path: String, errno: Errno)
-    /// A stored blob failed its checks (header, length, checksum, decompression or digest).
-    /// The entries pointing at it have been dropped, so the next read is a plain miss.
+    /// A stored blob is missing or failed its checks: header (including a format version, codec
+    /// or checksum kind this BlobCache does not know), length, checksum or decompression (fsck
+    /// also checks the digest). The entries pointing at it have been dropped (reason `repair`),
+    /// so the next read is a plain miss.
     case corruptBlob(id: BlobID, path: String, reason: String)
-    /// The journal or a pack was written by a newer BlobCache; it is left untouched.
+    /// The journal's header (magic and checksum intact) names a format version newer than this
+    /// BlobCache reads. The open fails before anything is replayed or repaired; the journal,
+    /// blobs and segments are left as they are. Blobs, pack records and snapshots of unknown
+    /// versions are not reported this way (docs/FORMAT.md, "Unknown versions").
     case unsupportedFormat(path: String, version: Int)
     /// A key was empty or too long.
     case invalidKey(reason: String)
@@ -22,7 +29,8 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     case valueTooLarge(storedBytes: Int, limit: Int)
     /// Pinned entries alone would exceed a limit, which pinned entries may not break.
     case pinnedEntriesExceedLimit(detail: String)
-    /// A configuration value is out of range.
+    /// A configuration value is out of range, or a line of `DIR/config` is malformed or names
+    /// an unknown setting.
     case invalidConfiguration(reason: String)
     /// A journal write failed earlier (disk full, I/O error); the in-memory index may hold
     /// changes the journal does not, so the cache refuses work until it is reopened, which
@@ -42,7 +50,7 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
         case .corruptBlob(let id, let path, let reason):
             "blob \(id) at \(path) is corrupt: \(reason)"
         case .unsupportedFormat(let path, let version):
-            "\(path) has format version \(version), newer than this BlobCache supports; left untouched"
+            "\(path) has journal format version \(version); this BlobCache reads up to \(JournalFormat.version). The cache was not opened and the journal was left as it is"
         case .invalidKey(let reason):
             "invalid key: \(reason)"
         case .valueTooLarge(let stored, let limit):
