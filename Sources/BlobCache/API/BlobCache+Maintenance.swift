@@ -30,7 +30,7 @@ extension BlobCache {
     @discardableResult
     func collectPackGarbage(minimumDeadFraction: Double, downToHalfAllowance: Bool) throws -> Bool {
         guard let plan = try withEngine({ engine in
-            engine.planPackCollection(minimumDeadFraction: minimumDeadFraction,
+            try engine.planPackCollection(minimumDeadFraction: minimumDeadFraction,
                                       downTo: downToHalfAllowance ? engine.packGarbageAllowance / 2 : 0)
         }) else { return false }
         do {

@@ -88,7 +88,7 @@ public final class BlobCache: Sendable {
     ///
     ///     if let bytes = try cache.bytes(forKey: "avatar/42") { show(bytes) }
     public func bytes(forKey key: String) throws -> [UInt8]? {
-        guard let ticket = try perform(reader: true, { $0.beginRead(key: key) }) else { return nil }
+        guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else { return nil }
         return try finishRead(ticket, key: key)
     }
 
@@ -231,7 +231,7 @@ public final class BlobCache: Sendable {
     ///
     ///     let bytes = try cache.bytes(for: id)
     public func bytes(for id: BlobID) throws -> [UInt8]? {
-        guard let ticket = try withEngine({ $0.beginRead(id: id) }) else { return nil }
+        guard let ticket = try withEngine({ try $0.beginRead(id: id) }) else { return nil }
         return try finishRead(ticket)
     }
 

@@ -38,7 +38,7 @@ extension CacheEngine {
     func dropEntriesWithDamagedBlobs() throws {
         var damaged = Set<BlobID>()
         for (id, blob) in index.storedBlobs {
-            switch try pipeline.read(blob.info, at: store.location(of: blob.info)) {
+            switch try pipeline.read(blob.info, at: try store.location(of: blob.info)) {
             case .failure:
                 damaged.insert(id)
             case .success(let value):

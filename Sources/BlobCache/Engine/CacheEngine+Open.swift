@@ -104,7 +104,7 @@ extension CacheEngine {
     }
 
     private static func directoryHoldsBlobs(_ store: BlobStore) throws -> Bool {
-        try !store.segments.isEmpty || !store.io.listDirectory(store.files.objects).isEmpty
+        try store.hasSegments || !store.io.listDirectory(store.files.objects).isEmpty
     }
 
     /// Cuts the newest segment back to the end of its last live record, dropping a torn or
@@ -153,9 +153,8 @@ extension CacheEngine {
             try io.remove(path)
             removed += 1
         }
-        for number in store.segments.keys.sorted() {
-            let segment = store.segments[number]!
-            guard let image = try io.readWholeFile(segment.path) else { continue }
+        for number in store.segmentNumbers {
+            guard let image = try io.readWholeFile(store.files.segmentPath(number)) else { continue }
             image.withUnsafeBytes { bytes in
                 guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
                 _ = PackScanner.scan(bytes) { offset, header, result in

@@ -39,20 +39,22 @@ extension CacheEngine {
     }
 
     /// The closed segments at least `minimumDeadFraction` dead, most dead first, until dead
-    /// bytes are at most `target` or their live records would take more than `room` bytes
-    /// (the first one is always taken).
-    private func pickVictims(minimumDeadFraction: Double, downTo target: Int, room: Int) -> [UInt32] {
+    /// bytes are at most `target`, or their live records would take more than `room` bytes,
+    /// or more than `sources` of them would hold live records (each is open while it is
+    /// copied from). The first one is always taken.
+    private func pickVictims(minimumDeadFraction: Double, downTo target: Int, room: Int, sources: Int = .max) -> [UInt32] {
         let active = store.activeSegmentNumber
         let candidates = store.segmentSizes.keys
             .filter { $0 != active && deadFraction(ofSegment: $0) >= minimumDeadFraction }
             .sorted { (deadFraction(ofSegment: $0), $1) > (deadFraction(ofSegment: $1), $0) }
         var victims: [UInt32] = []
-        var dead = deadPackBytes, moving = 0
+        var dead = deadPackBytes, moving = 0, withLive = 0
         for number in candidates where dead > target || victims.isEmpty {
             let live = index.liveBytes(inSegment: number)
-            if !victims.isEmpty, moving > room - live { break }
+            if !victims.isEmpty, moving > room - live || (live > 0 && withLive >= sources) { break }
             victims.append(number)
             moving += live
+            if live > 0 { withLive += 1 }
             dead -= Int(store.segmentSizes[number] ?? 0) - PackFormat.segmentHeaderSize - live
         }
         return victims
@@ -75,7 +77,7 @@ extension CacheEngine {
         var freed = 0
         for number in victims.sorted() {
             freed += Int(store.segmentSizes[number] ?? 0)
-            guard let segment = store.segments[number] else { continue }
+            guard let segment = try store.segment(number) else { continue }
             for info in (moving[number] ?? []).sorted(by: { Self.offset($0) < Self.offset($1) }) {
                 guard case .packed(_, let offset) = info.place else { continue }
                 let image = try io.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path)
@@ -107,9 +109,10 @@ extension CacheEngine {
     /// first, until dead bytes are at most `target` or the live records to move would fill a
     /// segment (one run copies at most one segment's worth; the next operation starts another
     /// if more is due). `nil` when no segment qualifies. Runs under the lock.
-    func planPackCollection(minimumDeadFraction: Double, downTo target: Int) -> PackCollection? {
+    func planPackCollection(minimumDeadFraction: Double, downTo target: Int) throws -> PackCollection? {
         var victims = pickVictims(minimumDeadFraction: minimumDeadFraction, downTo: target,
-                                  room: Int(store.segmentLimit) - PackFormat.segmentHeaderSize)
+                                  room: Int(store.segmentLimit) - PackFormat.segmentHeaderSize,
+                                  sources: BlobStore.openSegmentLimit / 2)
         // When the dead bytes are all in the newest segment, it is collected too: the new
         // segment takes the appends from it once adopted (records appended to it meanwhile
         // keep it until a later run).
@@ -117,11 +120,13 @@ extension CacheEngine {
             victims = [newest]
         }
         guard !victims.isEmpty else { return nil }
-        let victimSet = Set(victims)
+        var sources: [UInt32: PackSegment] = [:]
+        for number in victims where index.liveBytes(inSegment: number) > 0 {
+            sources[number] = try store.segment(number)
+        }
         var moves: [PackCollection.Move] = []
         index.forEachBlob { blob in
-            if case .packed(let number, let offset) = blob.info.place, victimSet.contains(number),
-               let source = store.segments[number] {
+            if case .packed(let number, let offset) = blob.info.place, let source = sources[number] {
                 moves.append(.init(info: blob.info, source: source, offset: offset))
             }
         }
@@ -165,7 +170,7 @@ extension CacheEngine {
     /// not adopted (nothing refers to it), and no retry until the dead bytes grow by half an
     /// allowance.
     func abandon(_ collection: PackCollection) {
-        if let number = collection.number, store.segments[number] == nil {
+        if let number = collection.number, store.segmentSizes[number] == nil {
             store.releaseReservation(number)
             _ = try? io.remove(files.segmentPath(number))
         }

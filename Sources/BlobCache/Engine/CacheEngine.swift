@@ -215,7 +215,7 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Looks a key up for reading: a miss for absent or expired keys (expired ones are removed
     /// now), else marks the access and returns where the bytes are.
-    func beginRead(key: String) -> ReadTicket? {
+    func beginRead(key: String) throws -> ReadTicket? {
         guard let slot = index.slot(of: key) else {
             counters.misses += 1
             return nil
@@ -227,18 +227,21 @@ final class CacheEngine: @unchecked Sendable {
             counters.misses += 1
             return nil
         }
-        let journaled = time - entry.journaledAccess >= accessInterval
+        let info = index.blob(at: entry.blob).info
+        let location = try store.location(of: info)   // first: a segment that cannot be opened counts no hit
+        // Overflow-safe: a damaged record can hold any access time.
+        let (elapsed, overflow) = time.subtractingReportingOverflow(entry.journaledAccess)
+        let journaled = overflow || elapsed >= accessInterval
         index.touch(slot: slot, at: time, journaled: journaled)
         if journaled { journal.append(.access(key: key, time: time)) }
         counters.hits += 1
-        let info = index.blob(at: entry.blob).info
-        return ReadTicket(info: info, location: store.location(of: info))
+        return ReadTicket(info: info, location: location)
     }
 
     /// Looks a blob up by id for reading.
-    func beginRead(id: BlobID) -> ReadTicket? {
+    func beginRead(id: BlobID) throws -> ReadTicket? {
         guard let blob = index.blob(id) else { return nil }
-        return ReadTicket(info: blob.info, location: store.location(of: blob.info))
+        return ReadTicket(info: blob.info, location: try store.location(of: blob.info))
     }
 
     /// What a read that failed its checks outside the lock comes to.
@@ -272,7 +275,7 @@ final class CacheEngine: @unchecked Sendable {
             return .miss
         }
         let damage: BlobDamage
-        switch try pipeline.read(current.info, at: store.location(of: current.info)) {
+        switch try pipeline.read(current.info, at: try store.location(of: current.info)) {
         case .success(let value): return .value(value)
         case .failure(let failure): damage = failure
         }

@@ -104,7 +104,7 @@ extension CacheEngine {
         let durableStaging = BlobPipeline(files: files, io: io, codec: codec, packThreshold: pipeline.packThreshold,
                                           durability: .powerLossSafe)
         for (id, blob) in index.storedBlobs where blob.info.codec != codec.tag {
-            guard case .success(let value) = try pipeline.read(blob.info, at: store.location(of: blob.info)) else { continue }
+            guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
             let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }
             guard prepared.codec != blob.info.codec else { continue }
             var moved = prepared.info

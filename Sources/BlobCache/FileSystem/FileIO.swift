@@ -124,6 +124,16 @@ struct FileIO: Sendable {
         }
     }
 
+    /// The size of an open file, or `nil` when it is not a regular file.
+    func regularFileSize(of fd: FileDescriptor, path: FilePath) throws -> Int64? {
+        do {
+            let info = try system.status(fd)
+            return info.st_mode & S_IFMT == S_IFREG ? Int64(info.st_size) : nil
+        } catch {
+            throw BlobCacheError.io(operation: "stat", path: path.string, errno: error)
+        }
+    }
+
     /// The status of `path` (a link is not followed), or `nil` when it cannot be had.
     func status(_ path: FilePath) -> stat? { try? system.status(path) }
 
@@ -227,6 +237,19 @@ struct FileIO: Sendable {
 
     /// Whether `path` names a regular file (not a link to one).
     func isRegularFile(_ path: FilePath) throws -> Bool { try fileType(path) == .regular }
+
+    /// The size of the regular file `path` names (a link is not followed); `nil` when nothing,
+    /// or something other than a regular file, is there.
+    func regularFileSize(_ path: FilePath) throws -> Int64? {
+        do {
+            let info = try system.status(path)
+            return info.st_mode & S_IFMT == S_IFREG ? Int64(info.st_size) : nil
+        } catch .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw BlobCacheError.io(operation: "lstat", path: path.string, errno: error)
+        }
+    }
 
     /// Writes `bytes` to `path` atomically: a temporary file beside it, written whole (and
     /// fsynced, with the directory after the rename, when `durable`), renamed over `path`.

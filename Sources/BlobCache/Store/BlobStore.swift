@@ -9,18 +9,25 @@ final class BlobStore: @unchecked Sendable {
     let segmentLimit: Int64
     let synchronous: Bool
 
-    private(set) var segments: [UInt32: PackSegment] = [:]
+    /// How many segments a store keeps open (descriptors and mappings) besides the active one.
+    static let openSegmentLimit = 64
+
+    /// Every segment on disk and the bytes written to it (its file size), open or not: the
+    /// set of segments, and the dead-space bound.
+    private(set) var segmentSizes: [UInt32: Int64] = [:]
+    /// The segments opened for reading, least recently used closed first.
+    private var openSegments = OpenSegments(capacity: BlobStore.openSegmentLimit)
+    /// The segment appended to, always open (read-write).
     private var activeSegment: PackSegment?
     private(set) var activeEnd: Int64 = 0
-    /// Bytes written to each segment (its file size), for the dead-space bound.
-    private(set) var segmentSizes: [UInt32: Int64] = [:]
     /// Segments appended to since their last fsync, and whether `packs/` gained a name since.
     private var unsyncedSegments: Set<UInt32> = []
     private var packsDirectoryUnsynced = false
     /// Numbers handed to segments being written outside the lock (`reserveSegmentNumber`).
     private var reservedNumbers: Set<UInt32> = []
 
-    /// Opens (creating `objects/` and `packs/` if needed) the blob store of `files`.
+    /// Opens (creating `objects/` and `packs/` if needed) the blob store of `files`. Only the
+    /// newest segment is opened; others are opened when first read (`segment(_:)`).
     init(files: CacheFiles, io: FileIO, segmentLimit: Int64, synchronous: Bool) throws {
         self.files = files
         self.io = io
@@ -30,23 +37,56 @@ final class BlobStore: @unchecked Sendable {
         try io.makeDirectory(files.packs)
         for name in try io.listDirectory(files.packs) {
             guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
-            let path = files.segmentPath(number)
             // A link or a directory named like a segment is not one (fsck reports it), and its
             // number is never given to a new segment (which could not be renamed over it).
-            guard try io.isRegularFile(path) else {
+            guard let size = try io.regularFileSize(files.segmentPath(number)) else {
                 reservedNumbers.insert(number)
                 continue
             }
-            let fd = try io.open(path, .readWrite)
-            let size = try io.fileSize(fd, path: path)
-            segments[number] = PackSegment(number: number, path: path, descriptor: fd,
-                                           mappedLength: Int(max(size, segmentLimit)), io: io)
             segmentSizes[number] = size
         }
-        if let newest = segments.keys.max() {
-            activeSegment = segments[newest]
-            activeEnd = segmentSizes[newest] ?? 0
+        if let newest = segmentSizes.keys.max() {
+            let path = files.segmentPath(newest)
+            let fd = try io.open(path, .readWrite)
+            let size = try io.fileSize(fd, path: path)
+            activeSegment = PackSegment(number: newest, path: path, descriptor: fd,
+                                        mappedLength: Int(max(size, segmentLimit)), io: io)
+            activeEnd = size
+            segmentSizes[newest] = size
         }
+    }
+
+    /// Whether any segment is on disk.
+    var hasSegments: Bool { !segmentSizes.isEmpty }
+
+    /// How many segments are open for reading (the active one aside).
+    var openSegmentCount: Int { openSegments.count }
+
+    /// The numbers of the segments on disk, in order.
+    var segmentNumbers: [UInt32] { segmentSizes.keys.sorted() }
+
+    /// Segment `number`, opened read-only and mapped if it is not open yet (closing the least
+    /// recently used one beyond `openSegmentLimit`); `nil` when the store has no such segment
+    /// or its file is gone or is no longer a regular file.
+    func segment(_ number: UInt32) throws -> PackSegment? {
+        if let active = activeSegment, active.number == number { return active }
+        if let open = openSegments.segment(number) { return open }
+        guard let size = segmentSizes[number] else { return nil }
+        let path = files.segmentPath(number)
+        guard let fd = try io.openIfExists(path) else { return nil }
+        let fileSize: Int64?
+        do { fileSize = try io.regularFileSize(of: fd, path: path) } catch {
+            io.close(fd)
+            throw error
+        }
+        guard let fileSize else {
+            io.close(fd)
+            return nil
+        }
+        let segment = PackSegment(number: number, path: path, descriptor: fd,
+                                  mappedLength: Int(min(size, fileSize)), io: io)
+        openSegments.keep(segment)
+        return segment
     }
 
     /// A human-readable location for reports.
@@ -119,8 +159,8 @@ final class BlobStore: @unchecked Sendable {
             packsDirectoryUnsynced = true
         }
         let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
-        segments[number] = segment
         segmentSizes[number] = Int64(PackFormat.segmentHeaderSize)
+        if let previous = activeSegment { openSegments.keep(previous) }
         activeSegment = segment
         activeEnd = Int64(PackFormat.segmentHeaderSize)
         return segment
@@ -129,10 +169,10 @@ final class BlobStore: @unchecked Sendable {
     /// One past the highest number in use; once numbers run out (2^24), the lowest free one
     /// (open then appends to the highest-numbered segment, whose dead tail it trims).
     private var nextSegmentNumber: UInt32 {
-        let next = max(segments.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1
+        let next = max(segmentSizes.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1
         if next <= PackFormat.maxSegmentNumber { return next }
         var number: UInt32 = 1
-        while segments[number] != nil || reservedNumbers.contains(number) { number += 1 }
+        while segmentSizes[number] != nil || reservedNumbers.contains(number) { number += 1 }
         return number
     }
 
@@ -152,11 +192,13 @@ final class BlobStore: @unchecked Sendable {
     /// newest is always the one appended to, which open relies on to trim a torn tail).
     func adoptSegment(_ segment: PackSegment, end: Int64) {
         reservedNumbers.remove(segment.number)
-        segments[segment.number] = segment
         segmentSizes[segment.number] = end
         if segment.number > (activeSegment?.number ?? 0) {
+            if let previous = activeSegment { openSegments.keep(previous) }
             activeSegment = segment
             activeEnd = end
+        } else {
+            openSegments.keep(segment)
         }
     }
 
@@ -175,7 +217,7 @@ final class BlobStore: @unchecked Sendable {
     /// Whether segment `number` starts with its complete, checked header (a power cut while
     /// it was being started can leave it empty or zero-filled).
     func hasValidHeader(_ number: UInt32) throws -> Bool {
-        guard let segment = segments[number] else { return false }
+        guard let segment = try segment(number) else { return false }
         let header = try io.read(segment.descriptor, count: PackFormat.segmentHeaderSize, at: 0, path: segment.path)
         return header.withUnsafeBytes { PackFormat.checkSegmentHeader($0, number: number) } == nil
     }
@@ -187,7 +229,9 @@ final class BlobStore: @unchecked Sendable {
     /// hold before the journal forgets an older copy (pack GC, recompression).
     func syncAll() throws {
         for number in unsyncedSegments.sorted() {
-            guard let segment = segments[number] else { continue }
+            // A segment closed since it was appended to is reopened: fsync flushes the file,
+            // whichever descriptor wrote it.
+            guard let segment = try segment(number) else { continue }
             try io.sync(segment.descriptor, path: segment.path)
         }
         unsyncedSegments.removeAll()
@@ -210,14 +254,14 @@ final class BlobStore: @unchecked Sendable {
 
     /// Closes and deletes a segment none of whose records is live any more.
     func deleteSegment(_ number: UInt32) throws {
-        guard let segment = segments.removeValue(forKey: number) else { return }
-        segmentSizes[number] = nil
+        guard segmentSizes.removeValue(forKey: number) != nil else { return }
+        openSegments.close(number)
         unsyncedSegments.remove(number)
         if activeSegment?.number == number {
             activeSegment = nil
             activeEnd = 0
         }
-        try io.remove(segment.path)
+        try io.remove(files.segmentPath(number))
     }
 
     // MARK: Reading
@@ -229,11 +273,12 @@ final class BlobStore: @unchecked Sendable {
         case packed(PackSegment, offset: UInt64, writtenEnd: Int64)
     }
 
-    func location(of info: BlobInfo) -> Location? {
+    /// Where to read `info` (opening its segment if needed); `nil` when its segment is gone.
+    func location(of info: BlobInfo) throws -> Location? {
         switch info.place {
         case .loose: return .loose(files.loosePath(of: info.id))
         case .packed(let number, let offset):
-            guard let segment = segments[number] else { return nil }
+            guard let segment = try segment(number) else { return nil }
             return .packed(segment, offset: offset, writtenEnd: segmentSizes[number] ?? 0)
         }
     }
