@@ -16,7 +16,9 @@ struct Put: ParsableCommand {
     func validate() throws {
         if key.isEmpty { throw ValidationError("KEY must not be empty") }
         if let codec, Codec(name: codec) == nil { throw ValidationError("unknown codec '\(codec)': use lz4, zlib or none") }
-        if let ttl, !(ttl > 0) { throw ValidationError("--ttl must be a positive number of seconds") }
+        if let ttl, !(ttl > 0 && ttl <= 1e12) {
+            throw ValidationError("--ttl must be a positive number of seconds, at most 1e12 (about 31,700 years)")
+        }
     }
 
     func run() throws {

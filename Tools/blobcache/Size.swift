@@ -1,27 +1,15 @@
 import ArgumentParser
+import BlobCache
 
 /// Byte sizes as the tool reads and prints them.
 enum Size {
-    /// Parses `1234`, `500k`, `500M`, `2G`, `1T` (decimal) or `64Ki`, `2Gi` (binary); `B` optional.
+    /// Parses `1234`, `500k`, `500M`, `2G`, `1T` (decimal) or `64Ki`, `2Gi` (binary); `B` optional
+    /// (`ByteSize.parse`), as a usage error when it is not a size.
     static func parse(_ text: String) throws -> Int {
-        var body = Substring(text.trimmingCharacters(in: .whitespaces))
-        if body.hasSuffix("B") || body.hasSuffix("b") { body = body.dropLast() }
-        var base = 1000
-        if body.hasSuffix("i") {
-            base = 1024
-            body = body.dropLast()
+        do { return try ByteSize.parse(text) } catch {
+            guard case .invalidConfiguration(let reason) = error else { throw error }
+            throw ValidationError(reason)
         }
-        var multiplier = 1
-        if let last = body.last, let power = "kmgt".firstIndex(of: Character(last.lowercased())) {
-            multiplier = (0...("kmgt".distance(from: "kmgt".startIndex, to: power))).reduce(1) { product, _ in product * base }
-            body = body.dropLast()
-        } else if base == 1024 {
-            throw ValidationError("'\(text)' is not a size (Ki, Mi, Gi, Ti need a letter before the i)")
-        }
-        guard let value = Double(body), value >= 0, value * Double(multiplier) < 9e18 else {
-            throw ValidationError("'\(text)' is not a size: use a number with an optional k, M, G, T (or Ki, Mi, Gi, Ti) suffix")
-        }
-        return Int(value * Double(multiplier))
     }
 
     /// `1.5 MB` style (decimal), for people.

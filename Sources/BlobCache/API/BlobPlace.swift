@@ -23,6 +23,10 @@ struct BlobInfo: Hashable, Sendable {
     let payloadLength: Int
     var place: BlobPlace
 
+    /// The longest value or payload a record may claim (256 TiB): what every length read from
+    /// a file is checked against, so that sums and offsets computed from them cannot overflow.
+    static let maxLength = 1 << 48
+
     /// Bytes the blob takes on disk, header included: what the size cap counts.
     var footprint: Int {
         switch place {

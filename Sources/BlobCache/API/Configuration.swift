@@ -20,7 +20,7 @@ extension BlobCache {
         /// Blobs whose stored size (header included) is below this are packed into segment
         /// files; others get a file of their own. `0` gives every blob its own file.
         public var packThreshold: Int = 64 * 1024
-        /// A pack segment is closed for appends at this size.
+        /// A pack segment is closed for appends at this size (64 KiB to 4 GiB).
         public var packSegmentLimit: Int = 32 << 20
         /// When another process holds the cache: fail at once (default) or wait for it.
         public var waitForLock = false
@@ -50,8 +50,8 @@ extension BlobCache {
             guard packThreshold >= 0 else {
                 throw BlobCacheError.invalidConfiguration(reason: "packThreshold must not be negative")
             }
-            guard packSegmentLimit >= 1 << 16 else {
-                throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be at least 64 KiB")
+            guard packSegmentLimit >= 1 << 16, packSegmentLimit <= PackFormat.maxSegmentLimit else {
+                throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be 64 KiB to 4 GiB")
             }
             if case .zlib(let level) = codec, !(1...9).contains(level) {
                 throw BlobCacheError.invalidConfiguration(reason: "zlib level must be 1...9, got \(level)")

@@ -69,6 +69,12 @@ struct CacheChecker {
         for path in scan.unknownFiles {
             note("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file: not the cache's, left alone")
         }
+        let ownFiles = [files.journal, files.snapshot, files.lock, files.stats, files.config, files.tag]
+        for path in ownFiles + scan.irregularFiles where try io.fileType(path).map({ $0 != .regular }) ?? false
+            || scan.irregularFiles.contains(path) {
+            error("not-a-regular-file", "-", path,
+                  "a symbolic link, a directory or an impossibly large file where the cache keeps a file of its own: never followed or written through; move it away")
+        }
         for path in scan.temporaryFiles { note("stale-temp", "-", path, "temporary file left by a writer") }
         for path in scan.emptyShardDirectories { note("empty-shard", "-", path, "empty shard directory") }
         checkLooseBlobs(scan.looseBlobs, index: index)

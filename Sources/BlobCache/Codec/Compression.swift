@@ -121,6 +121,10 @@ enum Compression {
     ///     let value = Compression.decode(payload, tag: .lz4, rawCount: 4096)
     static func decode(_ payload: UnsafeRawBufferPointer, tag: CodecTag, rawCount: Int,
                        first: (() -> Void)? = nil) -> [UInt8]? {
+        guard rawCount >= 0, rawCount <= maxRawCount(payloadCount: payload.count, tag: tag) else {
+            first?()
+            return nil
+        }
         if tag == .lz4, rawCount >= Parallel.threshold, let frame = LZ4Frame(payload, rawCount: rawCount) {
             return decodeInto(rawCount) { frame.decodeOnEveryCore(into: $0, first: first) }
         }
@@ -131,6 +135,18 @@ enum Compression {
         var value: [UInt8]?
         Parallel.run([first, { value = decodeSequentially(payload, tag: tag, rawCount: rawCount) }])
         return value
+    }
+
+    /// The most bytes `payloadCount` bytes of `tag` can decode to: the codec's largest expansion
+    /// (LZ4 below 256:1, deflate at most 1032:1) plus slack for frame headers, and never more
+    /// than `BlobInfo.maxLength`. Nothing larger is allocated, whatever a header claims.
+    static func maxRawCount(payloadCount: Int, tag: CodecTag) -> Int {
+        let bound = switch tag {
+        case .none: payloadCount
+        case .lz4: payloadCount * 256 + (1 << 16)
+        case .zlib: payloadCount * 1032 + (1 << 16)
+        }
+        return min(bound, BlobInfo.maxLength)
     }
 
     /// Decodes `payload` on this core with the library's own frame or stream reader.

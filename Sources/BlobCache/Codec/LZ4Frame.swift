@@ -11,10 +11,12 @@ struct LZ4Frame {
     /// Indexes `payload`; `nil` when it is not such a frame or its blocks do not cover exactly
     /// `rawCount` bytes (the sequential decoder then has the last word).
     init?(_ payload: UnsafeRawBufferPointer, rawCount: Int) {
-        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: rawCount / (64 << 10) + 2)
+        // Every block takes at least its 4-byte size word, so the payload bounds the count too.
+        let capacity = min(rawCount / (64 << 10), payload.count / 4) + 2
+        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: capacity)
         var blockMax = 0
         let count = blobcache_lz4_frame_index(payload.baseAddress, payload.count, &blocks, blocks.count, &blockMax)
-        guard count > 0, blockMax > 0, count == (rawCount + blockMax - 1) / blockMax else { return nil }
+        guard count > 0, blockMax > 0, count == rawCount / blockMax + (rawCount % blockMax == 0 ? 0 : 1) else { return nil }
         self.payload = payload
         self.blocks = Array(blocks.prefix(count))
         self.blockMax = blockMax

@@ -32,7 +32,7 @@ extension CacheEngine {
                 io.close(fd)
                 rebuild = reason
             case .success(let header):
-                let fileSize = try io.fileSize(fd, path: journalPath)
+                let fileSize = try io.readableSize(fd, path: journalPath)
                 // With a snapshot that matches, only the records after it are read and replayed.
                 var start = Int64(JournalFormat.headerSize), priorRecords = 0
                 if let snapshot = try restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize) {
@@ -47,7 +47,8 @@ extension CacheEngine {
                     if !report.restoredFromSnapshot {
                         // Size the index once for the records there are (a compacted journal has one per
                         // entry), so replay never rehashes and the tables are not oversized.
-                        index.reserveCapacity(JournalReader.countFrames(records: records))
+                        // (At most one per 83 bytes, the smallest set record: junk frames cannot inflate it.)
+                        index.reserveCapacity(min(JournalReader.countFrames(records: records), records.count / 83))
                     }
                     return JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in
                         index.apply(record)
@@ -108,12 +109,21 @@ extension CacheEngine {
     }
 
     /// Cuts the newest segment back to the end of its last live record, dropping a torn or
-    /// unreferenced tail, so that appends continue from a record boundary.
+    /// unreferenced tail, so that appends continue from a record boundary. Entries whose record
+    /// the journal places past the file's end (lost in a power cut, or a damaged length) are
+    /// dropped first: the segment is never extended to meet them.
     func trimNewestSegment() throws {
         guard let newest = store.activeSegmentNumber else { return }
+        let fileEnd = store.activeEnd
         var end = Int64(PackFormat.segmentHeaderSize)
+        var lost: Set<BlobID> = []
         index.forEachBlob { blob in
-            if blob.segment == newest { end = max(end, Int64(blob.offset) + Int64(blob.info.footprint)) }
+            guard blob.segment == newest else { return }
+            let recordEnd = Int64(blob.offset) + Int64(blob.info.footprint)
+            if recordEnd <= fileEnd { end = max(end, recordEnd) } else { lost.insert(blob.id) }
+        }
+        if !lost.isEmpty {
+            for slot in index.liveSlots where lost.contains(index.blob(ofEntry: slot).id) { remove(slot: slot, reason: .repair) }
         }
         if end == Int64(PackFormat.segmentHeaderSize), try !store.hasValidHeader(newest) {
             try store.deleteSegment(newest)   // a crash while it was being started: it holds nothing
@@ -154,7 +164,8 @@ extension CacheEngine {
             removed += 1
         }
         for number in store.segmentNumbers {
-            guard let image = try io.readWholeFile(store.files.segmentPath(number)) else { continue }
+            // Segments are at most `PackFormat.maxSegmentSize` (larger ones are not taken in).
+            guard let image = try? io.readWholeFile(store.files.segmentPath(number)) else { continue }
             image.withUnsafeBytes { bytes in
                 guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
                 _ = PackScanner.scan(bytes) { offset, header, result in
@@ -173,7 +184,11 @@ extension CacheEngine {
 
     /// Reads and fully verifies (MD5 included) a loose blob; `nil` when it is damaged.
     private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, io: FileIO) throws -> BlobInfo? {
-        guard let file = try io.readWholeFile(path) else { return nil }
+        let file: [UInt8]?
+        do { file = try io.readWholeFile(path, atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) } catch BlobCacheError.io(_, _, .fileTooLarge) {
+            return nil
+        }
+        guard let file else { return nil }
         return file.withUnsafeBytes { bytes -> BlobInfo? in
             guard case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil),
                   BlobID(hashing: value) == id,

@@ -80,7 +80,8 @@ extension CacheEngine {
             guard let segment = try store.segment(number) else { continue }
             for info in (moving[number] ?? []).sorted(by: { Self.offset($0) < Self.offset($1) }) {
                 guard case .packed(_, let offset) = info.place else { continue }
-                let image = try io.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path)
+                let fits = Int64(offset) + Int64(info.footprint) <= store.segmentSizes[number] ?? 0
+                let image = fits ? try io.read(segment.descriptor, count: info.footprint, at: Int64(offset), path: segment.path) : []
                 guard image.count == info.footprint else {
                     // The record was cut short (a power cut in .processCrashSafe mode): copying
                     // it would misplace every record after it. Its entries go, as a read would drop them.
@@ -127,7 +128,8 @@ extension CacheEngine {
         var moves: [PackCollection.Move] = []
         index.forEachBlob { blob in
             if case .packed(let number, let offset) = blob.info.place, let source = sources[number] {
-                moves.append(.init(info: blob.info, source: source, offset: offset))
+                moves.append(.init(info: blob.info, source: source, offset: offset,
+                                   sourceEnd: store.segmentSizes[number] ?? 0))
             }
         }
         moves.sort { ($0.source.number, $0.offset) < ($1.source.number, $1.offset) }

@@ -43,12 +43,12 @@ extension CacheEngine {
 
         let scan = try DirectoryScan(files: files, io: io)
         for (id, path) in scan.looseBlobs where index.blob(id)?.info.place != .loose {
-            report.blobBytesReclaimed += Int(io.status(path)?.st_size ?? 0)
+            report.blobBytesReclaimed.addSaturating(Int(io.status(path)?.st_size ?? 0))
             if try io.remove(path) { report.danglingBlobsDeleted += 1 }
         }
         // Staged files of this process may belong to sets in flight on other threads.
         for path in scan.temporaryFiles where !files.isOwnStagingName(path.lastComponent?.string ?? "") {
-            report.blobBytesReclaimed += Int(io.status(path)?.st_size ?? 0)
+            report.blobBytesReclaimed.addSaturating(Int(io.status(path)?.st_size ?? 0))
             if try io.remove(path) { report.temporaryFilesDeleted += 1 }
         }
         // Leaves first; a shard whose last leaf went is empty on the second pass.

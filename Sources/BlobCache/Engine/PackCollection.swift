@@ -19,6 +19,9 @@ struct PackCollection: Sendable {
         let info: BlobInfo
         let source: PackSegment
         let offset: UInt64
+        /// The bytes written to `source` when the collection was planned: a record the index
+        /// places past them is cut short and not read (its length may be damaged).
+        let sourceEnd: Int64
     }
 
     let victims: [UInt32]
@@ -57,6 +60,10 @@ struct PackCollection: Sendable {
         do {
             try PackFormat.segmentHeader(number: number).withUnsafeBytes { try io.writeAll(fd, $0, at: 0, path: staging) }
             for move in moves {
+                guard Int64(move.offset) + Int64(move.info.footprint) <= move.sourceEnd else {
+                    cutShort.append(move.info)
+                    continue
+                }
                 let image = try io.read(move.source.descriptor, count: move.info.footprint, at: Int64(move.offset),
                                         path: move.source.path)
                 guard image.count == move.info.footprint else {

@@ -8,25 +8,34 @@ import SystemPackage
 extension BlobCache.Counters {
     /// Adds two sets of counts.
     static func + (lhs: Self, rhs: Self) -> Self {
+        // Saturating: the saved counts come from a file, which may hold any number.
         var sum = lhs
-        sum.hits += rhs.hits
-        sum.misses += rhs.misses
-        sum.sets += rhs.sets
-        sum.deduplicatedSets += rhs.deduplicatedSets
-        sum.evictions += rhs.evictions
-        sum.expirations += rhs.expirations
-        sum.corruptReads += rhs.corruptReads
-        sum.journalCompactions += rhs.journalCompactions
-        sum.packCollections += rhs.packCollections
+        sum.hits.addSaturating(rhs.hits)
+        sum.misses.addSaturating(rhs.misses)
+        sum.sets.addSaturating(rhs.sets)
+        sum.deduplicatedSets.addSaturating(rhs.deduplicatedSets)
+        sum.evictions.addSaturating(rhs.evictions)
+        sum.expirations.addSaturating(rhs.expirations)
+        sum.corruptReads.addSaturating(rhs.corruptReads)
+        sum.journalCompactions.addSaturating(rhs.journalCompactions)
+        sum.packCollections.addSaturating(rhs.packCollections)
         return sum
     }
 
-    /// The lifetime counts saved in `DIR/stats` at each clean close (zero when absent or unreadable:
-    /// they are statistics, never worth failing an open for).
+    /// The lifetime counts saved in `DIR/stats` at each clean close (zero when absent,
+    /// unreadable, over 64 KiB or holding a negative count: they are statistics, never worth
+    /// failing an open for).
     static func saved(in files: CacheFiles, io: FileIO) -> Self {
-        guard let bytes = try? io.readWholeFile(files.stats),
-              let counters = try? JSONDecoder().decode(Self.self, from: Data(bytes)) else { return Self() }
-        return counters
+        guard let bytes = try? io.readWholeFile(files.stats, atMost: 64 << 10) else { return Self() }
+        return parse(bytes) ?? Self()
+    }
+
+    /// Counts from the bytes of a `stats` file; `nil` unless they are its JSON with no negative count.
+    static func parse(_ bytes: [UInt8]) -> Self? {
+        guard let counters = try? JSONDecoder().decode(Self.self, from: Data(bytes)) else { return nil }
+        let all = [counters.hits, counters.misses, counters.sets, counters.deduplicatedSets, counters.evictions,
+                   counters.expirations, counters.corruptReads, counters.journalCompactions, counters.packCollections]
+        return all.allSatisfy { $0 >= 0 } ? counters : nil
     }
 
     /// Saves lifetime counts in `DIR/stats` (atomically).

@@ -1,6 +1,9 @@
 extension CacheIndex {
-    /// Applies one replayed journal record.
-    mutating func apply(_ record: JournalRecord) {
+    /// Applies one replayed journal record; `false` (and nothing changed) when the index cannot
+    /// take it (`admits`): replay treats it as damage and stops there.
+    @discardableResult
+    mutating func apply(_ record: JournalRecord) -> Bool {
+        guard admits(record) else { return false }
         switch record {
         case .set(let entry):
             upsert(entry, orderJournaled: true)
@@ -13,5 +16,6 @@ extension CacheIndex {
         case .relocate(let blob):
             relocate(blob)
         }
+        return true
     }
 }

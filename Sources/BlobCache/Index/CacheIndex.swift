@@ -136,8 +136,9 @@ struct CacheIndex {
     private(set) var pinnedEntries = 0
     /// Sum of every entry's value size (shared blobs counted per entry): for dedup savings.
     private(set) var entryLogicalBytes = 0
-    /// Live pack bytes per segment (indexed by segment number), to find segments worth collecting.
-    private var liveBytesBySegment: [Int] = []
+    /// Live pack bytes per segment, to find segments worth collecting (a dictionary: a damaged
+    /// record naming segment 2^24 must not make an array of 2^24 counters).
+    private var liveBytesBySegment: [UInt32: Int] = [:]
     private(set) var livePackedBytes = 0
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
@@ -176,8 +177,31 @@ struct CacheIndex {
             let info = blobs[slot].info
             logicalBytes += info.rawLength
             storedBytes += info.footprint
+            // Each length is at most `BlobInfo.maxLength`, so checking after each sum keeps them far from overflow.
+            guard logicalBytes <= Self.maxTotalBytes, storedBytes <= Self.maxTotalBytes else { return nil }
             if blobs[slot].pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
+        }
+    }
+
+    /// The most bytes a total of the index may count: far beyond any real cache, and far enough
+    /// below `Int.max` that no sum of lengths (each at most `BlobInfo.maxLength`) overflows on
+    /// the way. Damaged or forged records that would pass it are refused (`admits`).
+    static let maxTotalBytes = 1 << 60
+
+    /// Whether applying `record` keeps every total within `maxTotalBytes` (checked before it
+    /// changes anything, so a damaged or forged journal cannot make a sum overflow).
+    func admits(_ record: JournalRecord) -> Bool {
+        switch record {
+        case .set(let entry):
+            let info = entry.blob
+            guard entryLogicalBytes + info.rawLength <= Self.maxTotalBytes else { return false }
+            return blobSlot(of: info.id) != nil
+                || (logicalBytes + info.rawLength <= Self.maxTotalBytes && storedBytes + info.footprint <= Self.maxTotalBytes)
+        case .relocate(let info):
+            return storedBytes + info.footprint <= Self.maxTotalBytes
+        case .access, .remove, .removeAll:
+            return true
         }
     }
 
@@ -186,8 +210,16 @@ struct CacheIndex {
     /// records may be damaged while their hash is still being checked).
     private static func plausibleBlobs(_ blobs: FlatArray<Blob>) -> Bool {
         blobs.withUnsafeBufferPointer { blobs in
-            blobs.allSatisfy { blob in
-                blob.rawLength >= 0 && blob.rawLength <= 1 << 48 && blob.payloadLength >= 0 && blob.payloadLength <= 1 << 48
+            // The codec byte first, read as a byte: a `CodecTag` holding another value is not one.
+            let codecOffset = MemoryLayout<Blob>.offset(of: \Blob.codec)!
+            let raw = UnsafeRawBufferPointer(blobs)
+            for slot in blobs.indices {
+                let byte = raw[slot * MemoryLayout<Blob>.stride + codecOffset]
+                guard CodecTag(rawValue: byte) != nil else { return false }
+            }
+            return blobs.allSatisfy { blob in
+                blob.rawLength >= 0 && blob.rawLength <= BlobInfo.maxLength
+                    && blob.payloadLength >= 0 && blob.payloadLength <= BlobInfo.maxLength
                     && (blob.segment == Blob.loose
                         || (PackFormat.isValidSegmentNumber(blob.segment) && blob.offset <= UInt64(Int32.max) * 16))
             }
@@ -209,6 +241,7 @@ struct CacheIndex {
                           Int(entry.keyOffset) + Int(entry.keyLength) <= keyBytes else { return nil }
                     references[Int(entry.blob)] += 1
                     logical += Int(blobs[Int(entry.blob)].rawLength)
+                    guard logical <= maxTotalBytes else { return nil }
                     if entry.pinned {
                         pinnedReferences[Int(entry.blob)] += 1
                         pinned += 1
@@ -449,7 +482,7 @@ struct CacheIndex {
 
     /// Bytes of live records in pack segment `number`.
     func liveBytes(inSegment number: UInt32) -> Int {
-        Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0
+        liveBytesBySegment[number] ?? 0
     }
 
     // MARK: Private
@@ -556,10 +589,8 @@ struct CacheIndex {
 
     private mutating func accountPack(_ info: BlobInfo, sign: Int) {
         guard case .packed(let segment, _) = info.place else { return }
-        if Int(segment) >= liveBytesBySegment.count {
-            liveBytesBySegment.append(contentsOf: repeatElement(0, count: Int(segment) + 1 - liveBytesBySegment.count))
-        }
-        liveBytesBySegment[Int(segment)] += sign * info.footprint
+        let live = liveBytesBySegment[segment, default: 0] + sign * info.footprint
+        liveBytesBySegment[segment] = live == 0 ? nil : live
         livePackedBytes += sign * info.footprint
     }
 

@@ -34,16 +34,21 @@ struct SlotTable {
     func withSavedBuckets<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result { buckets.withUnsafeBytes(body) }
 
     /// A table from saved buckets; `nil` unless they are a power of two in number, each
-    /// empty or a slot below `slotCount`, with exactly `slotCount` in use.
+    /// empty or a slot below `slotCount`, every slot in exactly one bucket (a slot listed twice
+    /// would leave another unreachable, and removing that one would probe forever).
     init?(buckets: FlatArray<Bucket>, slotCount: Int) {
         self.buckets = buckets
         let size = buckets.count
         guard size >= 16, size & (size - 1) == 0, Self.fits(slotCount, in: size) else { return nil }
         let limit = Int32(truncatingIfNeeded: slotCount)
         let used = buckets.withUnsafeBufferPointer { buckets -> Int? in
+            var seen = [UInt64](repeating: 0, count: (slotCount + 63) / 64)
             var used = 0
             for bucket in buckets where bucket.slot != Bucket.empty.slot {
                 guard bucket.slot >= 0 && bucket.slot < limit else { return nil }
+                let word = Int(bucket.slot) / 64, bit = UInt64(1) << (UInt64(bucket.slot) % 64)
+                guard seen[word] & bit == 0 else { return nil }
+                seen[word] |= bit
                 used += 1
             }
             return used

@@ -189,6 +189,7 @@ final class JournalFile: @unchecked Sendable {
                 let walk = tail.withUnsafeBytes {
                     JournalReader.walk(records: $0, at: Int(mark), salt: header.salt) { record, _ in
                         JournalFormat.frame(record, seed: newSeed, into: &reframed)
+                        return true
                     }
                 }
                 // Bytes this journal wrote itself since `mark` that no longer read back whole.

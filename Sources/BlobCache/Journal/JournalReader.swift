@@ -27,10 +27,11 @@ struct JournalReader {
         return count
     }
 
-    /// Replays every good record of `image` (header included) through `apply`, in order.
-    /// Returns how the walk ended and how many records were good.
+    /// Replays every good record of `image` (header included) through `apply`, in order; a
+    /// record `apply` refuses (returns `false`) is corruption. Returns how the walk ended and
+    /// how many records were good.
     static func walk(_ image: UnsafeRawBufferPointer, salt: UInt64,
-                     _ apply: (JournalRecord, _ offset: Int) -> Void) -> (end: End, records: Int) {
+                     _ apply: (JournalRecord, _ offset: Int) -> Bool) -> (end: End, records: Int) {
         walk(records: UnsafeRawBufferPointer(rebasing: image[JournalFormat.headerSize...]), at: JournalFormat.headerSize,
              salt: salt, apply)
     }
@@ -38,7 +39,7 @@ struct JournalReader {
     /// Replays the records in `records`, which are the journal's bytes from file offset `start`
     /// (a record boundary) to its end. Offsets in the result and in `apply` are file offsets.
     static func walk(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
-                     _ apply: (JournalRecord, _ offset: Int) -> Void) -> (end: End, records: Int) {
+                     _ apply: (JournalRecord, _ offset: Int) -> Bool) -> (end: End, records: Int) {
         let seed = JournalFormat.seed(salt: salt)
         var offset = 0
         var count = 0
@@ -59,7 +60,9 @@ struct JournalReader {
             guard let record = JournalRecord.decode(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...])) else {
                 return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) does not parse"), count)
             }
-            apply(record, start + offset)
+            guard apply(record, start + offset) else {
+                return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) claims more bytes than any cache holds"), count)
+            }
             count += 1
             offset = end
         }

@@ -98,8 +98,10 @@ enum JournalRecord: Equatable {
     private static func decodeBlob(_ reader: inout BinaryReader) -> BlobInfo? {
         guard let id = reader.readBlobID(), let codec = reader.readUInt8().flatMap(CodecTag.init(rawValue:)),
               let raw = reader.readUInt64(), let stored = reader.readUInt64(), let place = decodePlace(&reader),
-              raw <= UInt64(Int.max), stored <= UInt64(Int.max)
+              raw <= UInt64(BlobInfo.maxLength), stored <= UInt64(BlobInfo.maxLength)
         else { return nil }
+        // A pack record's stored length field has four bytes.
+        if case .packed = place, stored > UInt64(UInt32.max) { return nil }
         return BlobInfo(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored), place: place)
     }
 

@@ -82,7 +82,11 @@ struct BlobPipeline: Sendable {
         case nil:
             return .failure(.missing("its pack segment is gone"))
         case .loose(let path):
-            guard let file = try io.readWholeFile(path) else { return .failure(.missing("file is missing")) }
+            let file: [UInt8]?
+            do { file = try io.readWholeFile(path, atMost: LooseBlobFormat.largestFile(holding: info)) } catch BlobCacheError.io(_, _, .fileTooLarge) {
+                return .failure(.sizeMismatch("file is larger than a blob of \(info.rawLength) bytes can be"))
+            }
+            guard let file else { return .failure(.missing("file is missing")) }
             return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
         case .packed(let segment, let offset, let writtenEnd):
             return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd)

@@ -39,7 +39,9 @@ final class BlobStore: @unchecked Sendable {
             guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
             // A link or a directory named like a segment is not one (fsck reports it), and its
             // number is never given to a new segment (which could not be renamed over it).
-            guard let size = try io.regularFileSize(files.segmentPath(number)) else {
+            // One larger than any segment a store writes is not one either (a sparse file can
+            // claim exabytes, and summing such sizes would overflow).
+            guard let size = try io.regularFileSize(files.segmentPath(number)), size <= PackFormat.maxSegmentSize else {
                 reservedNumbers.insert(number)
                 continue
             }
@@ -203,11 +205,12 @@ final class BlobStore: @unchecked Sendable {
     }
 
     /// Cuts the newest segment back to `end` (the end of the last record the index knows),
-    /// dropping a torn or unreferenced tail so appends continue from a record boundary.
+    /// dropping a torn or unreferenced tail so appends continue from a record boundary. Never
+    /// extends it.
     func trimActiveSegment(to end: Int64) throws {
         guard let active = activeSegment else { return }
         let end = max(end, Int64(PackFormat.segmentHeaderSize))
-        if activeEnd != end {
+        if end < activeEnd {
             try io.truncate(active.descriptor, to: end, path: active.path)
             activeEnd = end
             segmentSizes[active.number] = end

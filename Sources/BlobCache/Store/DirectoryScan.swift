@@ -8,6 +8,9 @@ struct DirectoryScan {
     var temporaryFiles: [FilePath] = []
     /// Files or directories that are neither blobs in their right shard nor temporary files.
     var unknownFiles: [FilePath] = []
+    /// Things named like a blob or a segment that are not regular files (a symbolic link, a
+    /// directory) or are larger than any segment the cache writes: never followed or read.
+    var irregularFiles: [FilePath] = []
     /// Shard directories with nothing in them.
     var emptyShardDirectories: [FilePath] = []
     /// Segment files, by number.
@@ -35,9 +38,8 @@ struct DirectoryScan {
                     let path = leafPath.appending(name)
                     if CacheFiles.isStagingName(name), try io.isRegularFile(path) {
                         temporaryFiles.append(path)
-                    } else if let id = BlobID(hex: name), id.hex == name, name.hasPrefix(shard + leaf),
-                              try io.isRegularFile(path) {
-                        looseBlobs.append((id, path))
+                    } else if let id = BlobID(hex: name), id.hex == name, name.hasPrefix(shard + leaf) {
+                        if try io.isRegularFile(path) { looseBlobs.append((id, path)) } else { irregularFiles.append(path) }
                     } else {
                         unknownFiles.append(path)
                     }
@@ -46,8 +48,12 @@ struct DirectoryScan {
         }
         for name in try io.listDirectory(packs).sorted() {
             let path = packs.appending(name)
-            if let number = PackFormat.segmentNumber(fromFileName: name), try io.isRegularFile(path) {
-                segments.append((number, path))
+            if let number = PackFormat.segmentNumber(fromFileName: name) {
+                if let size = try io.regularFileSize(path), size <= PackFormat.maxSegmentSize {
+                    segments.append((number, path))
+                } else {
+                    irregularFiles.append(path)
+                }
             } else if CacheFiles.isStagingName(name), try io.isRegularFile(path) {
                 temporaryFiles.append(path)
             } else {

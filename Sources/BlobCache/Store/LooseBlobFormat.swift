@@ -58,8 +58,17 @@ enum LooseBlobFormat {
         } else {
             checksum = .xxh64(reader.readUInt64()!)
         }
-        guard raw <= UInt64(Int.max), stored <= UInt64(Int.max) else { return .failure(.header("impossible length")) }
+        guard raw <= UInt64(BlobInfo.maxLength), stored <= UInt64(BlobInfo.maxLength) else {
+            return .failure(.header("impossible length"))
+        }
         return .success(Header(codec: codec, rawLength: Int(raw), payloadLength: Int(stored), checksum: checksum))
+    }
+
+    /// The largest file that can hold `info`'s blob: its payload may have been re-encoded since
+    /// the index heard of it (recompression), but a payload is never longer than its value
+    /// (one that does not compress is stored raw).
+    static func largestFile(holding info: BlobInfo) -> Int64 {
+        Int64(headerSize) + Int64(max(info.payloadLength, info.rawLength))
     }
 
     /// Checks a whole loose blob file and decodes it; `.failure` names the damage.
@@ -69,7 +78,7 @@ enum LooseBlobFormat {
         case .failure(let damage): return .failure(damage)
         case .success(let parsed): header = parsed
         }
-        guard bytes.count == headerSize + header.payloadLength else {
+        guard header.payloadLength == bytes.count - headerSize else {
             return .failure(.truncated("file is \(bytes.count) bytes, header says \(headerSize + header.payloadLength)"))
         }
         // Only the value's length must agree with the index: the encoding is the file's own
@@ -86,14 +95,21 @@ enum LooseBlobFormat {
             }
             value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength)
         case .xxh64(let expected):
-            // The payload is hashed while it is decoded (a large one on every core); the bytes
-            // are returned only if the hash matches (decoding damaged input is memory-safe, and
-            // its result is then dropped).
+            // With an index record vouching for the value's length, the payload is hashed while
+            // it is decoded (a large one on every core); the bytes are returned only if the hash
+            // matches (decoding damaged input is memory-safe, and its result is then dropped).
+            // Without one (fsck, adoption), the header's lengths are trusted only once the hash
+            // matches, so a flipped bit cannot make the decoder allocate what it claims.
             var digest: UInt64 = 0
             let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
-            value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength,
-                                       first: { digest = XXHash64.hash(payload, after: head) })
-            guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
+            if info == nil {
+                guard XXHash64.hash(payload, after: head) == expected else { return .failure(.checksum("XXH64 mismatch")) }
+                value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength)
+            } else {
+                value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength,
+                                           first: { digest = XXHash64.hash(payload, after: head) })
+                guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
+            }
         }
         guard let value else {
             return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))

@@ -25,6 +25,13 @@ enum PackFormat {
     /// or planted number must not make it allocate gigabytes).
     static let maxSegmentNumber: UInt32 = 1 << 24
 
+    /// The largest segment size limit a configuration may set.
+    static let maxSegmentLimit = 4 << 30
+
+    /// The largest file a store takes for a segment: the limit plus one record that did not
+    /// fit (a pack record holds under 4 GiB). Anything larger is not a segment it wrote.
+    static let maxSegmentSize = Int64(maxSegmentLimit) + (4 << 30) + 64
+
     static func isValidSegmentNumber(_ number: UInt32) -> Bool { number >= 1 && number <= maxSegmentNumber }
 
     static func segmentHeader(number: UInt32) -> [UInt8] {
@@ -110,7 +117,7 @@ enum PackFormat {
         let raw = reader.readUInt64()!
         let stored = reader.readUInt32()!
         let checksum = reader.readUInt32()!
-        guard raw <= UInt64(Int.max) else { return .failure(.header("impossible length")) }
+        guard raw <= UInt64(BlobInfo.maxLength) else { return .failure(.header("impossible length")) }
         return .success(RecordHeader(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored),
                                      checksumKind: kind, checksum: checksum))
     }

@@ -43,7 +43,12 @@ final class PackSegment: Sendable {
     /// how many bytes of the file the store had written when the read began.
     func readValue(at offset: UInt64, expecting info: BlobInfo, writtenEnd: Int64) throws -> Result<[UInt8], BlobDamage> {
         let length = PackFormat.recordHeaderSize + info.payloadLength
-        if let mapping, Int64(offset) + Int64(length) <= min(writtenEnd, Int64(mapping.count)) {
+        // Lengths and offsets come from the journal (each checked to be below 2^48), so these
+        // sums cannot overflow; a record that would end past the written bytes is not read.
+        guard Int64(offset) + Int64(length) <= writtenEnd else {
+            return .failure(.truncated("record at \(offset) of \(length) bytes ends past the segment's \(writtenEnd) bytes"))
+        }
+        if let mapping, Int64(offset) + Int64(length) <= Int64(mapping.count) {
             // No system call and no copy: checked and decoded from the page cache.
             return PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<Int(offset) + length]),
                                      expecting: info)
