@@ -43,7 +43,7 @@ struct PermissionTests {
         }
     }
 
-    @Test("an existing directory keeps its mode; a group-shared one gets files the group can read")
+    @Test("an existing directory keeps its mode; in a group-shared one the group may read and write every file, whatever the umask")
     func existingDirectoriesKeepTheirMode() throws {
         let dir = TemporaryDirectory()
         let plain = dir.appending("plain"), shared = dir.appending("shared")
@@ -57,9 +57,54 @@ struct PermissionTests {
         }
         #expect(modes(below: plain)[0].mode == 0o755)
         for (path, mode, directory) in modes(below: shared) where path != shared {
-            // Group read at least (write too where the umask allows), never others.
-            #expect(mode & 0o007 == 0 && mode & (directory ? 0o050 : 0o040) != 0, "\(path): \(String(mode, radix: 8))")
+            // The group may read and write whatever the umask (022 would take group write away).
+            #expect(mode == (directory ? 0o2770 : 0o660), "\(path): \(String(mode, radix: 8))")
         }
         #expect(modes(below: shared)[0].mode == 0o2770)
+    }
+
+    @Test("Configuration.shareWithGroup: the cache directory it creates, its parents and its files are the group's (2770, 0660)")
+    func sharedWhenAsked() throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("team/cache")
+        var configuration = BlobCache.Configuration()
+        configuration.shareWithGroup = true
+        configuration.snapshotThreshold = 0
+        let cache = try BlobCache(directory: root, configuration: configuration)
+        try cache.set(Samples.random(100_000, seed: 1), forKey: "loose")
+        try cache.set(Samples.random(500, seed: 2), forKey: "packed")
+        try cache.close()
+        let seen = modes(below: dir.appending("team"))
+        #expect(seen.count >= 10, "\(seen.map(\.path))")
+        for (path, mode, directory) in seen {
+            #expect(mode == (directory ? 0o2770 : 0o660), "\(path): \(String(mode, radix: 8))")
+        }
+    }
+
+    @Test("blobcache config --share-with-group on opens an existing cache to the group, off closes it again")
+    func shareExistingCache() throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("cache")
+        try useEveryFile(root)
+        let cli = CLI(directory: root)
+        let on = try cli.run(["config", "--share-with-group", "on"])
+        #expect(on.status == 0, "\(on.stderr)")
+        #expect(on.output.contains("shared with group: yes"))
+        for (path, mode, directory) in modes(below: root) {
+            #expect(mode == (directory ? 0o2770 : 0o660), "\(path): \(String(mode, radix: 8))")
+        }
+        let cache = try BlobCache(directory: root)
+        try cache.set(Samples.random(300, seed: 3), forKey: "later")
+        try cache.set(Samples.random(90_000, seed: 4), forKey: "later-loose")
+        try cache.close()
+        for (path, mode, directory) in modes(below: root) {
+            #expect(mode == (directory ? 0o2770 : 0o660), "made after sharing: \(path): \(String(mode, radix: 8))")
+        }
+        let off = try cli.run(["config", "--share-with-group", "off"])
+        #expect(off.status == 0, "\(off.stderr)")
+        for (path, mode, directory) in modes(below: root) {
+            #expect(mode == (directory ? 0o700 : 0o600), "\(path): \(String(mode, radix: 8))")
+        }
+        #expect(try cli.run(["config", "--share-with-group", "maybe"]).status == 64)
     }
 }

@@ -1,5 +1,8 @@
 import ArgumentParser
 import BlobCache
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Expire: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Remove expired entries.")
@@ -79,14 +82,27 @@ struct Compact: ParsableCommand {
 
 struct Config: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show, or with options save, the cache's default limits (in DIR/config, used by every later open).",
-        discussion: "Use 'none' to remove a limit.")
+        abstract: "Show, or with options save, the cache's default limits (in DIR/config, used by every later open) and who may use it.",
+        discussion: """
+            Use 'none' to remove a limit. A cache is its owner's alone (directories 0700, files 0600);             --share-with-group on makes it the group's too (2770, 0660; give the directory the team's group with chgrp),             off makes it private again.
+            """)
     @Option(help: ArgumentHelp("Default cap on stored bytes, or none.", valueName: "SIZE")) var maxSize: String?
     @Option(help: ArgumentHelp("Default cap on entries, or none.", valueName: "N")) var maxEntries: String?
+    @Option(help: ArgumentHelp("Let the owner's group read and write the cache (on), or only the owner (off).", valueName: "on|off"))
+    var shareWithGroup: String?
     @Option(name: .customLong("dir"), help: ArgumentHelp("The cache directory.", valueName: "DIR")) var directory: String?
+
+    func validate() throws {
+        if let shareWithGroup, !["on", "off"].contains(shareWithGroup) {
+            throw ValidationError("--share-with-group takes on or off")
+        }
+    }
 
     func run() throws {
         let directory = GlobalOptions.parseOrExit(directory.map { ["--dir", $0] } ?? []).resolvedDirectory
+        if let shareWithGroup {
+            try Failure.opening { try BlobCache.shareWithGroup(shareWithGroup == "on", in: directory) }
+        }
         var limits = try Failure.running { try BlobCache.defaultLimits(in: directory) }
         if maxSize != nil || maxEntries != nil {
             if let maxSize { limits.maxStoredBytes = maxSize == "none" ? nil : try Size.parse(maxSize) }
@@ -103,5 +119,8 @@ struct Config: ParsableCommand {
         }
         print("max-size: \(limits.maxStoredBytes.map(String.init) ?? "none")")
         print("max-entries: \(limits.maxEntries.map(String.init) ?? "none")")
+        var info = stat()
+        let shared = lstat(directory, &info) == 0 && info.st_mode & 0o070 == 0o070
+        print("shared with group: \(shared ? "yes" : "no")")
     }
 }

@@ -47,7 +47,8 @@ public final class BlobCache: Sendable {
     public init(directory: String, configuration: Configuration = Configuration(), createDirectory: Bool = true) throws {
         try configuration.validate()
         let files = CacheFiles(root: FilePath(directory))
-        try Self.prepareDirectory(files.root, create: createDirectory, io: FileIO(configuration.fileSystem))
+        try Self.prepareDirectory(files.root, create: createDirectory,
+                                  io: FileIO(configuration.fileSystem, sharedWithGroup: configuration.shareWithGroup))
         let io = FileIO(configuration.fileSystem).matchingAccess(of: files.root)
         let lock = try DirectoryLock.acquire(files, io: io, wait: configuration.waitForLock)
         do {

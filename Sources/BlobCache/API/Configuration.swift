@@ -22,6 +22,12 @@ extension BlobCache {
         public var packThreshold: Int = 64 * 1024
         /// A pack segment is closed for appends at this size (64 KiB to 4 GiB).
         public var packSegmentLimit: Int = 32 << 20
+        /// Whether a cache directory this open creates (with any missing parents) is for the
+        /// owner's group too: 2770, its files 0660, whatever the umask. Default: the owner's
+        /// alone (0700, 0600). An existing directory keeps its mode, which decides: files are
+        /// made for the group when the group may read, write and enter it
+        /// (`BlobCache.shareWithGroup(_:in:)` changes an existing cache).
+        public var shareWithGroup = false
         /// When another process holds the cache: fail at once (default) or wait for it.
         public var waitForLock = false
         /// A read journals its access when the journaled one is older than this, so recency

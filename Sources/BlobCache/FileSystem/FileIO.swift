@@ -42,11 +42,20 @@ struct FileIO: Sendable {
     func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode,
               options: FileDescriptor.OpenOptions = [], permissions: FilePermissions? = nil) throws -> FileDescriptor {
         let options = options.contains(.directory) ? options : options.union(.noFollow)
+        let fd: FileDescriptor
         do {
-            return try system.open(path, mode, options: options.union(.closeOnExec), permissions: permissions)
+            fd = try system.open(path, mode, options: options.union(.closeOnExec), permissions: permissions)
         } catch {
             throw BlobCacheError.io(operation: "open", path: path.string, errno: error)
         }
+        // Shared with the group: group write too, whatever the umask (like git's shared repositories).
+        if sharedWithGroup, options.contains(.create), let permissions {
+            do { try system.setPermissions(fd, permissions) } catch {
+                close(fd)
+                throw BlobCacheError.io(operation: "fchmod", path: path.string, errno: error)
+            }
+        }
+        return fd
     }
 
     /// Creates a file that must not exist yet, for writing.
@@ -212,6 +221,7 @@ struct FileIO: Sendable {
         for _ in 0..<8 {
             do {
                 try system.makeDirectory(path, permissions: directoryPermissions)
+                if sharedWithGroup { try setPermissions(ofDirectory: path, directoryPermissions) }
                 return true
             } catch .fileExists {
                 switch try fileType(path) {
@@ -226,6 +236,13 @@ struct FileIO: Sendable {
             }
         }
         throw BlobCacheError.io(operation: "mkdir", path: path.string, errno: failure)
+    }
+
+    /// Sets a directory's mode bits (through a descriptor of it, never through a link).
+    func setPermissions(ofDirectory path: FilePath, _ permissions: FilePermissions) throws(Errno) {
+        let fd = try system.open(path, .readOnly, options: [.directory, .noFollow, .closeOnExec], permissions: nil)
+        defer { system.close(fd) }
+        try system.setPermissions(fd, permissions)
     }
 
     /// The names in a directory (without `.` and `..`); empty when it does not exist. Any other
@@ -302,10 +319,11 @@ struct FileIO: Sendable {
         }
     }
 
-    /// Files the cache creates: 0600, or 0660 when shared with the group (less the umask).
+    /// Files the cache creates: 0600, or 0660 when shared with the group (the umask aside).
     var filePermissions: FilePermissions { sharedWithGroup ? [.ownerReadWrite, .groupReadWrite] : [.ownerReadWrite] }
-    /// Directories the cache creates: 0700, or 0770 when shared with the group.
+    /// Directories the cache creates: 0700, or 2770 when shared with the group (set-group-ID,
+    /// so that what is made in them belongs to the directory's group).
     var directoryPermissions: FilePermissions {
-        sharedWithGroup ? [.ownerReadWriteExecute, .groupReadWriteExecute] : [.ownerReadWriteExecute]
+        sharedWithGroup ? [.ownerReadWriteExecute, .groupReadWriteExecute, .setGroupID] : [.ownerReadWriteExecute]
     }
 }

@@ -40,10 +40,12 @@ protocol FileSystem: Sendable {
     func unmap(_ address: UnsafeMutableRawPointer, length: Int)
     /// `flock(LOCK_EX)`, failing with `EWOULDBLOCK` at once unless `wait`.
     func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno)
+    /// `fchmod`: sets an open file's or directory's mode bits (whatever the umask took away).
+    func setPermissions(_ fd: FileDescriptor, _ permissions: FilePermissions) throws(Errno)
 }
 
 /// The kinds of call the seam counts, for fault injection and for reports of what a test ran.
 enum FileSystemCall: String, CaseIterable, Sendable {
     case open, read, write, sync, syncData, truncate, rename, unlink, makeDirectory, removeDirectory
-    case listDirectory, status, map, lock
+    case listDirectory, status, map, lock, setPermissions
 }

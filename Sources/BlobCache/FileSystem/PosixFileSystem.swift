@@ -29,6 +29,9 @@ struct PosixFileSystem: FileSystem {
     }
 
     func sync(_ fd: FileDescriptor) throws(Errno) { try check(fsync(fd.rawValue)) }
+    func setPermissions(_ fd: FileDescriptor, _ permissions: FilePermissions) throws(Errno) {
+        try check(fchmod(fd.rawValue, permissions.rawValue))
+    }
     func syncData(_ fd: FileDescriptor) throws(Errno) { try check(fdatasync(fd.rawValue)) }
     func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno) { try check(ftruncate(fd.rawValue, off_t(length))) }
 

@@ -235,6 +235,11 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         try enter(.lock, path(of: fd))
         try real.lockExclusively(fd, wait: wait)
     }
+
+    func setPermissions(_ fd: FileDescriptor, _ permissions: FilePermissions) throws(Errno) {
+        try enter(.setPermissions, path(of: fd))
+        try real.setPermissions(fd, permissions)
+    }
 }
 
 extension BlobCache.Configuration {
