@@ -76,3 +76,45 @@ struct SymlinkTests {
         #expect(FileManager.default.fileExists(atPath: dir.appending("packs/000002.pack"), isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 }
+
+/// Shard directories (issue 11, item 3): a link planted in place of `objects/<h>` is never
+/// followed, for a write, a read or a delete.
+@Suite("Symbolic links in place of shard directories")
+struct ShardLinkTests {
+    @Test("a set whose shard directory is a link fails rather than writing outside DIR")
+    func writeThroughShardLink() throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("cache"), outside = dir.appending("outside")
+        let value = Samples.random(100_000, seed: 21)
+        let hex = BlobID(hashing: value).hex
+        let shard = String(hex.prefix(1)), leaf = String(hex.dropFirst().prefix(1))
+        try FileManager.default.createDirectory(atPath: outside + "/" + leaf, withIntermediateDirectories: true)
+        let cache = try BlobCache(directory: root)
+        try FileManager.default.createSymbolicLink(atPath: root + "/objects/" + shard, withDestinationPath: outside)
+        #expect(throws: BlobCacheError.self) { try cache.set(value, forKey: "k") }
+        try cache.set(Samples.random(300, seed: 22), forKey: "packed")
+        try cache.close()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside + "/" + leaf).isEmpty, "a file was written outside DIR")
+        let report = try BlobCache.check(directory: root)
+        #expect(report.findings.contains { $0.problem == "not-a-regular-file" && $0.path.hasSuffix("/objects/" + shard) })
+    }
+
+    @Test("a blob whose shard directory was replaced by a link is not read or deleted through it")
+    func readThroughShardLink() throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("cache"), moved = dir.appending("moved")
+        let value = Samples.random(100_000, seed: 23)
+        let shard = String(BlobID(hashing: value).hex.prefix(1))
+        let cache = try BlobCache(directory: root)
+        try cache.set(value, forKey: "k")
+        try cache.close()
+        try FileManager.default.moveItem(atPath: root + "/objects/" + shard, toPath: moved)
+        try FileManager.default.createSymbolicLink(atPath: root + "/objects/" + shard, withDestinationPath: moved)
+        let reopened = try BlobCache(directory: root)
+        let read = try? reopened.bytes(forKey: "k")
+        #expect(read == nil, "read through a link out of DIR")
+        try reopened.compact()
+        try reopened.close()
+        #expect(filesBelow(moved).count == 1, "the blob outside DIR was deleted: \(filesBelow(moved))")
+    }
+}

@@ -34,6 +34,9 @@ struct BlobPipeline: Sendable {
     func stage(_ blob: PreparedBlob) throws -> StagedLooseBlob {
         let final = files.loosePath(of: blob.id)
         let temporary = files.stagingPath(beside: final)
+        guard try io.shardDirectoriesAreReal(above: final) else {
+            throw BlobCacheError.io(operation: "lstat", path: final.removingLastComponent().string, errno: .tooManySymbolicLinkLevels)
+        }
         var fd: FileDescriptor?
         for attempt in 1...Self.stagingAttempts where fd == nil {
             do {
@@ -82,6 +85,9 @@ struct BlobPipeline: Sendable {
         case nil:
             return .failure(.missing("its pack segment is gone"))
         case .loose(let path):
+            guard try io.shardDirectoriesAreReal(above: path) else {
+                return .failure(.missing("a shard directory above it is a symbolic link"))
+            }
             let file: [UInt8]?
             do { file = try io.readWholeFile(path, atMost: LooseBlobFormat.largestFile(holding: info)) } catch BlobCacheError.io(_, _, .fileTooLarge) {
                 return .failure(.sizeMismatch("file is larger than a blob of \(info.rawLength) bytes can be"))

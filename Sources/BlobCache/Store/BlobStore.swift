@@ -250,6 +250,7 @@ final class BlobStore: @unchecked Sendable {
     /// a small cache does not keep hundreds of empty directories).
     func deleteLoose(_ id: BlobID) throws {
         let path = files.loosePath(of: id)
+        guard try io.shardDirectoriesAreReal(above: path) else { return }   // never unlink through a link
         try io.remove(path)
         let leaf = path.removingLastComponent()
         if io.removeDirectory(leaf) { io.removeDirectory(leaf.removingLastComponent()) }

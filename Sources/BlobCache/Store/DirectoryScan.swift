@@ -8,8 +8,9 @@ struct DirectoryScan {
     var temporaryFiles: [FilePath] = []
     /// Files or directories that are neither blobs in their right shard nor temporary files.
     var unknownFiles: [FilePath] = []
-    /// Things named like a blob or a segment that are not regular files (a symbolic link, a
-    /// directory) or are larger than any segment the cache writes: never followed or read.
+    /// Things named like a blob, a segment or a shard directory that are not what the name says
+    /// (a symbolic link, a directory for a file, a file for a directory) or are larger than
+    /// any segment the cache writes: never followed or read.
     var irregularFiles: [FilePath] = []
     /// Shard directories with nothing in them.
     var emptyShardDirectories: [FilePath] = []
@@ -21,7 +22,7 @@ struct DirectoryScan {
         for shard in try io.listDirectory(objects).sorted() {
             let shardPath = objects.appending(shard)
             guard CacheFiles.isShardName(shard), try io.isDirectory(shardPath) else {
-                unknownFiles.append(shardPath)
+                if CacheFiles.isShardName(shard) { irregularFiles.append(shardPath) } else { unknownFiles.append(shardPath) }
                 continue
             }
             let leaves = try io.listDirectory(shardPath).sorted()
@@ -29,7 +30,7 @@ struct DirectoryScan {
             for leaf in leaves {
                 let leafPath = shardPath.appending(leaf)
                 guard CacheFiles.isShardName(leaf), try io.isDirectory(leafPath) else {
-                    unknownFiles.append(leafPath)
+                    if CacheFiles.isShardName(leaf) { irregularFiles.append(leafPath) } else { unknownFiles.append(leafPath) }
                     continue
                 }
                 let names = try io.listDirectory(leafPath).sorted()
