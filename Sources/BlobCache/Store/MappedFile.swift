@@ -32,5 +32,18 @@ final class MappedFile {
         self.io = io
     }
 
+    /// A private anonymous mapping holding a copy of `bytes`, laid out as a mapped file would
+    /// be (page-aligned): for snapshot images that never were a file (fuzzing). `nil` when
+    /// empty or when the memory cannot be had.
+    init?(copying bytes: UnsafeRawBufferPointer, io: FileIO = .posix) {
+        guard let source = bytes.baseAddress, bytes.count > 0,
+              let base = mmap(nil, bytes.count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              base != MAP_FAILED else { return nil }
+        base.copyMemory(from: source, byteCount: bytes.count)
+        mutableBase = base
+        count = bytes.count
+        self.io = io
+    }
+
     deinit { io.system.unmap(mutableBase, length: count) }
 }

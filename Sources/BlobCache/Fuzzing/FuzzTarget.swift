@@ -1,0 +1,156 @@
+import SystemPackage
+
+/// The parsers of bytes that come from a cache directory or a command line, each runnable on
+/// arbitrary input: what the libFuzzer targets (`Tests/Fuzz`, `Tools/fuzz.sh`) and the corpus
+/// replay in the test suite call. A run must return whatever the bytes are: a trap, a hang or
+/// an allocation beyond what the input justifies is a bug.
+///
+/// Checksums would stop a fuzzer at the first byte it changes, so most targets also have a
+/// mode (chosen by the input's first byte) that seals the rest with valid checksums before
+/// parsing: the fuzzer then reaches the decoders behind them, as a forger would.
+///
+///     FuzzTarget.journal.run(bytes)
+enum FuzzTarget: String, CaseIterable, Sendable {
+    case journal, packRecord, looseBlob, snapshot, config, stats, size
+
+    /// Parses `input` the way this target's file or argument is parsed, with everything that
+    /// uses the result afterwards.
+    func run(_ input: UnsafeRawBufferPointer) {
+        guard let mode = input.first else { return }
+        let rest = UnsafeRawBufferPointer(rebasing: input[1...])
+        switch self {
+        case .journal: Self.journal(rest, sealed: mode & 1 == 1)
+        case .packRecord: Self.packRecord(rest, mode: mode % 3)
+        case .looseBlob: Self.looseBlob(rest, mode: mode % 3)
+        case .snapshot: Self.snapshot(rest, sealed: mode & 1 == 1)
+        case .config: _ = try? BlobCache.parseLimits(Array(input), path: "config")
+        case .stats: _ = BlobCache.Counters.parse(Array(input))
+        case .size: _ = try? ByteSize.parse(String(decoding: input, as: UTF8.self))
+        }
+    }
+
+    // MARK: Journal
+
+    /// Replays a journal image into an index, then uses the index as an open would. Sealed:
+    /// the input is a sequence of (length byte, kind, payload) records framed with valid CRCs.
+    private static func journal(_ input: UnsafeRawBufferPointer, sealed: Bool) {
+        var image: [UInt8]
+        if sealed {
+            let salt: UInt64 = 0x5EED
+            image = JournalFormat.encodeHeader(.init(salt: salt, created: 0))
+            var writer = BinaryWriter(capacity: input.count + 64)
+            var offset = 0
+            while offset + 2 <= input.count {
+                let length = Int(input[offset]), kind = input[offset + 1]
+                let payload = input[(offset + 2)..<min(input.count, offset + 2 + length)]
+                offset += 2 + length
+                JournalFormat.frame(kind: JournalRecord.Kind(rawValue: kind) ?? .set, seed: JournalFormat.seed(salt: salt),
+                                    into: &writer) { $0.append(bytes: payload) }
+            }
+            image += writer.bytes
+        } else {
+            image = Array(input)
+        }
+        image.withUnsafeBytes { bytes in
+            guard case .success(let header) = JournalFormat.decodeHeader(bytes) else { return }
+            var index = CacheIndex(seed: 1)
+            index.reserveCapacity(min(JournalReader.countFrames(records: UnsafeRawBufferPointer(rebasing: bytes[JournalFormat.headerSize...])),
+                                      bytes.count / 83))
+            _ = JournalReader.walk(bytes, salt: header.salt) { record, _ in index.apply(record) }
+            exercise(&index)
+        }
+    }
+
+    /// What an open and later operations do with a replayed or restored index: totals, LRU
+    /// order, per-segment accounting, eviction of everything.
+    private static func exercise(_ index: inout CacheIndex) {
+        _ = index.journalOrder()
+        index.forEachBlob { blob in _ = index.liveBytes(inSegment: blob.segment) }
+        for (key, slot) in index.keyedSlots.prefix(64) {
+            _ = index.slot(of: key)
+            index.touch(slot: slot, at: 0, journaled: false)
+        }
+        _ = index.removeAll(includingPinned: true)
+    }
+
+    // MARK: Blobs
+
+    /// A value's claimed lengths, from the input's first bytes (for sealed modes).
+    private static func claimedRawLength(_ input: UnsafeRawBufferPointer) -> (raw: Int, codec: CodecTag, payload: UnsafeRawBufferPointer)? {
+        guard input.count >= 9 else { return nil }
+        let raw = Int(input.loadUnaligned(fromByteOffset: 0, as: UInt64.self) & ((1 << 40) - 1))
+        let codec = CodecTag(rawValue: input[8] % 3)!
+        return (raw, codec, UnsafeRawBufferPointer(rebasing: input[9...]))
+    }
+
+    /// Mode 0: a segment image as adoption scans it (no index record). Mode 1: one record
+    /// checked against an index record built from its own header. Mode 2: a payload sealed
+    /// into a record with a valid checksum and a claimed value length, then decoded.
+    private static func packRecord(_ input: UnsafeRawBufferPointer, mode: UInt8) {
+        switch mode {
+        case 0:
+            _ = PackFormat.checkSegmentHeader(input, number: 1)
+            _ = PackScanner.scan(input) { _, _, _ in }
+        case 1:
+            guard case .success(let header) = PackFormat.parseRecordHeader(input) else { return }
+            let info = BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
+                                payloadLength: header.payloadLength, place: .packed(segment: 1, offset: 16))
+            _ = PackFormat.decode(record: input, expecting: info)
+        default:
+            guard let (raw, codec, payload) = claimedRawLength(input) else { return }
+            var record = [UInt8](repeating: 0, count: PackFormat.recordHeaderSize) + Array(payload)
+            let id = BlobID(hashing: Array(payload))
+            PackFormat.writeRecordHeader(into: &record, id: id, codec: codec, rawLength: raw)
+            record.withUnsafeBytes { bytes in
+                _ = PackFormat.decode(record: bytes, expecting: nil)
+                _ = PackFormat.decode(record: bytes, expecting: BlobInfo(id: id, codec: codec, rawLength: raw,
+                                                                       payloadLength: payload.count, place: .packed(segment: 1, offset: 16)))
+            }
+        }
+    }
+
+    /// Mode 0: a loose file with no index record (fsck, adoption). Mode 1: with an index
+    /// record claiming lengths from its own header. Mode 2: a payload sealed into a file with a
+    /// valid checksum and a claimed value length, decoded both ways.
+    private static func looseBlob(_ input: UnsafeRawBufferPointer, mode: UInt8) {
+        switch mode {
+        case 0:
+            _ = LooseBlobFormat.decode(file: input, expecting: nil)
+        case 1:
+            guard case .success(let header) = LooseBlobFormat.parseHeader(input) else { return }
+            let info = BlobInfo(id: BlobID(hashing: []), codec: header.codec, rawLength: header.rawLength,
+                                payloadLength: header.payloadLength, place: .loose)
+            _ = LooseBlobFormat.decode(file: input, expecting: info)
+        default:
+            guard let (raw, codec, payload) = claimedRawLength(input) else { return }
+            var file = [UInt8](repeating: 0, count: LooseBlobFormat.headerSize) + Array(payload)
+            LooseBlobFormat.writeHeader(into: &file, at: 0, codec: codec, rawLength: raw)
+            file.withUnsafeBytes { bytes in
+                _ = LooseBlobFormat.decode(file: bytes, expecting: nil)
+                _ = LooseBlobFormat.decode(file: bytes, expecting: BlobInfo(id: BlobID(hashing: []), codec: codec, rawLength: raw,
+                                                                          payloadLength: payload.count, place: .loose))
+            }
+        }
+    }
+
+    // MARK: Snapshot
+
+    /// A snapshot image restored as an open restores it, then used. Sealed: the header CRC and
+    /// body hash are recomputed over the input first (a forgery), so the consistency checks
+    /// alone stand between the bytes and the index.
+    private static func snapshot(_ input: UnsafeRawBufferPointer, sealed: Bool) {
+        var image = Array(input)
+        let page = IndexSnapshot.page
+        if sealed {
+            guard image.count >= page else { return }
+            let digest = image.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[page...])) }
+            image.withUnsafeMutableBytes { $0.storeBytes(of: digest.littleEndian, toByteOffset: 80, as: UInt64.self) }
+            let crc = image.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(page - 4)])) }
+            image.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self) }
+        }
+        guard case .success(let header) = image.withUnsafeBytes({ IndexSnapshot.parseHeader($0) }),
+              let file = image.withUnsafeBytes({ MappedFile(copying: $0) }),
+              var index = IndexSnapshot.restore(file, header: header) else { return }
+        exercise(&index)
+    }
+}
