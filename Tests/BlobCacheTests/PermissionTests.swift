@@ -21,9 +21,10 @@ struct PermissionTests {
     }
 
     /// Fills a cache at `path` with every kind of file it makes.
-    private func useEveryFile(_ path: String) throws {
+    private func useEveryFile(_ path: String, _ change: (inout BlobCache.Configuration) -> Void = { _ in }) throws {
         var configuration = BlobCache.Configuration()
         configuration.snapshotThreshold = 0
+        change(&configuration)
         let cache = try BlobCache(directory: path, configuration: configuration)
         try cache.set(Samples.random(100_000, seed: 1), forKey: "loose")
         try cache.set(Samples.random(500, seed: 2), forKey: "packed")
@@ -67,13 +68,7 @@ struct PermissionTests {
     func sharedWhenAsked() throws {
         let dir = TemporaryDirectory()
         let root = dir.appending("team/cache")
-        var configuration = BlobCache.Configuration()
-        configuration.shareWithGroup = true
-        configuration.snapshotThreshold = 0
-        let cache = try BlobCache(directory: root, configuration: configuration)
-        try cache.set(Samples.random(100_000, seed: 1), forKey: "loose")
-        try cache.set(Samples.random(500, seed: 2), forKey: "packed")
-        try cache.close()
+        try useEveryFile(root) { $0.shareWithGroup = true }
         let seen = modes(below: dir.appending("team"))
         #expect(seen.count >= 10, "\(seen.map(\.path))")
         for (path, mode, directory) in seen {
