@@ -119,8 +119,10 @@ struct Config: ParsableCommand {
         }
         print("max-size: \(limits.maxStoredBytes.map(String.init) ?? "none")")
         print("max-entries: \(limits.maxEntries.map(String.init) ?? "none")")
-        var info = stat()
-        let shared = lstat(directory, &info) == 0 && info.st_mode & 0o070 == 0o070
-        print("shared with group: \(shared ? "yes" : "no")")
+        if shareWithGroup != nil {   // (only then: scripts read the two lines above as they were)
+            var info = stat()
+            let shared = lstat(directory, &info) == 0 && info.st_mode & 0o070 == 0o070
+            print("shared with group: \(shared ? "yes" : "no")")
+        }
     }
 }

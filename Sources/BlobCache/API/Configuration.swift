@@ -20,7 +20,7 @@ extension BlobCache {
         /// Blobs whose stored size (header included) is below this are packed into segment
         /// files; others get a file of their own. `0` gives every blob its own file.
         public var packThreshold: Int = 64 * 1024
-        /// A pack segment is closed for appends at this size (64 KiB to 4 GiB).
+        /// A pack segment is closed for appends at this size (64 KiB to 16 GiB).
         public var packSegmentLimit: Int = 32 << 20
         /// Whether a cache directory this open creates (with any missing parents) is for the
         /// owner's group too: 2770, its files 0660, whatever the umask. Default: the owner's
@@ -57,7 +57,7 @@ extension BlobCache {
                 throw BlobCacheError.invalidConfiguration(reason: "packThreshold must not be negative")
             }
             guard packSegmentLimit >= 1 << 16, packSegmentLimit <= PackFormat.maxSegmentLimit else {
-                throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be 64 KiB to 4 GiB")
+                throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be 64 KiB to 16 GiB")
             }
             if case .zlib(let level) = codec, !(1...9).contains(level) {
                 throw BlobCacheError.invalidConfiguration(reason: "zlib level must be 1...9, got \(level)")

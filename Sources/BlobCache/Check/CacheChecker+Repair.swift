@@ -43,7 +43,7 @@ extension CacheEngine {
                 damaged.insert(id)
             case .success(let value):
                 if BlobID(hashing: value) != id { damaged.insert(id); continue }
-                guard case .loose = blob.info.place, let file = try io.readWholeFile(files.loosePath(of: id)),
+                guard case .loose = blob.info.place, let file = try io.readWholeFile(files.loosePath(of: id), atMost: LooseBlobFormat.largestFile(holding: blob.info)),
                       case .success(let header) = file.withUnsafeBytes({ LooseBlobFormat.parseHeader($0) }),
                       header.codec != blob.info.codec || header.payloadLength != blob.info.payloadLength else { continue }
                 let corrected = BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,

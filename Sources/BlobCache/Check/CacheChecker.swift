@@ -87,12 +87,19 @@ struct CacheChecker {
     /// Replays the journal as an open would, reporting damage instead of repairing it.
     private mutating func checkJournal() -> CacheIndex? {
         let path = files.journal
-        guard let image = try? io.readWholeFile(path) else {
+        // Mapped, not read: nothing is allocated for what the file merely claims to hold.
+        let mapped: MappedFile?
+        do { mapped = try MappedFile(path, io: io, forReadingOnly: true) } catch {
+            self.error("journal-missing", "-", path, "unreadable (\(error)): keys cannot be known")
+            return nil
+        }
+        guard mapped != nil || io.status(path) != nil else {   // nil and present: an empty journal
             error("journal-missing", "-", path, "no journal: keys cannot be known")
             return nil
         }
+        let image = mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let header: JournalFormat.Header
-        switch image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) {
+        switch JournalFormat.decodeHeader(image) {
         case .success(let parsed): header = parsed
         case .failure(.damaged(let reason)):
             error("journal-bad-header", "-", path, reason)
@@ -102,7 +109,7 @@ struct CacheChecker {
             return nil
         }
         var index = CacheIndex()
-        let walk = image.withUnsafeBytes { JournalReader.walk($0, salt: header.salt) { record, _ in index.apply(record) } }
+        let walk = JournalReader.walk(image, salt: header.salt) { record, _ in index.apply(record) }
         switch walk.end {
         case .clean: break
         case .tornTail(let validEnd):
@@ -117,18 +124,19 @@ struct CacheChecker {
 
     /// Checks `DIR/index`, if there is one: intact, and restoring it then replaying the rest of
     /// the journal gives exactly the index a full replay gave.
-    private mutating func checkSnapshot(against replayed: CacheIndex, journal: [UInt8], salt: UInt64) {
+    private mutating func checkSnapshot(against replayed: CacheIndex, journal: UnsafeRawBufferPointer, salt: UInt64) {
         let path = files.snapshot
-        guard let file = try? MappedFile(path, io: io) else {
-            if io.status(path) != nil { error("snapshot-corrupt", "-", path, "empty or unreadable") }
+        let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
+        do { opened = try IndexSnapshot.map(path, io: io) } catch {
+            self.error("snapshot-corrupt", "-", path, "unreadable: \(error)")
             return
         }
+        guard let opened else { return }
         let problem: (id: String, detail: String)? = { () -> (String, String)? in
-            let bytes = file.bytes
-            let header: IndexSnapshot.Header
-            switch IndexSnapshot.parseHeader(bytes) {
+            let file: MappedFile, header: IndexSnapshot.Header
+            switch opened {
             case .failure(let damage): return ("snapshot-corrupt", "\(damage.kind): \(damage.detail)")
-            case .success(let parsed): header = parsed
+            case .success(let parsed): (file, header) = parsed
             }
             guard header.journalSalt == salt, header.journalLength <= Int64(journal.count),
                   header.journalLength >= Int64(JournalFormat.headerSize) else {
@@ -192,8 +200,10 @@ struct CacheChecker {
 
     /// (damage, bytes read, header) for one loose blob file.
     private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool, io: FileIO) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
-        guard let file = try? io.readWholeFile(path) else { return (.missing("unreadable"), 0, nil) }
-        return file.withUnsafeBytes { bytes in
+        guard let file = try? MappedFile(path, io: io, forReadingOnly: true) ?? nil else {
+            return io.status(path) == nil ? (.missing("unreadable"), 0, nil) : (.truncated("empty file"), 0, nil)
+        }
+        return { (bytes: UnsafeRawBufferPointer) in
             let header = try? LooseBlobFormat.parseHeader(bytes).get()
             switch LooseBlobFormat.decode(file: bytes, expecting: nil) {
             case .failure(let damage): return (damage, bytes.count, header)
@@ -203,20 +213,23 @@ struct CacheChecker {
                 }
                 return (nil, bytes.count, header)
             }
-        }
+        }(file.bytes)
     }
 
     private mutating func checkPacks(_ segments: [(number: UInt32, path: FilePath)], index: CacheIndex?, packs: FilePath) {
         var present = Set<UInt32>()
         for (number, path) in segments {
-            guard let image = try? io.readWholeFile(path) else { continue }
+            let mapped: MappedFile?
+            do { mapped = try MappedFile(path, io: io, forReadingOnly: true) } catch { continue }
+            let image = mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)
             present.insert(number)
-            if let problem = image.withUnsafeBytes({ PackFormat.checkSegmentHeader($0, number: number) }) {
+            if let problem = PackFormat.checkSegmentHeader(image, number: number) {
                 error("pack-corrupt", "-", path, problem)
                 continue
             }
             guard let index else { continue }
-            image.withUnsafeBytes { bytes in
+            do {
+                let bytes = image
                 for (id, blob) in index.storedBlobs {
                     guard case .packed(number, let offset) = blob.info.place else { continue }
                     report.blobsChecked += 1

@@ -22,7 +22,7 @@ extension CacheEngine {
         var rebuild: String?
         var snapshotCoverage: Int64?
         if let fd = try io.openIfExists(journalPath, .readWrite) {
-            var image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: journalPath)
+            let image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: journalPath)
             let header = image.withUnsafeBytes { JournalFormat.decodeHeader($0) }
             switch header {
             case .failure(.newerVersion(let version)):
@@ -32,7 +32,7 @@ extension CacheEngine {
                 io.close(fd)
                 rebuild = reason
             case .success(let header):
-                let fileSize = try io.readableSize(fd, path: journalPath)
+                let fileSize = try io.fileSize(fd, path: journalPath)
                 // With a snapshot that matches, only the records after it are read and replayed.
                 var start = Int64(JournalFormat.headerSize), priorRecords = 0
                 if let snapshot = try restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize) {
@@ -42,8 +42,11 @@ extension CacheEngine {
                     snapshotCoverage = start
                     report.restoredFromSnapshot = true
                 }
-                image = try io.read(fd, count: Int(fileSize - start), at: start, path: journalPath)
-                let walk = image.withUnsafeBytes { records in
+                // Mapped, not read: nothing is allocated for what the file merely claims to hold.
+                let mapped = try MappedFile(fd, count: Int(fileSize), path: journalPath, io: io, forReadingOnly: true)
+                let whole = mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                let records = UnsafeRawBufferPointer(rebasing: whole[min(Int(start), whole.count)...])
+                let walk = {
                     if !report.restoredFromSnapshot {
                         // Size the index once for the records there are (a compacted journal has one per
                         // entry), so replay never rehashes and the tables are not oversized.
@@ -53,7 +56,7 @@ extension CacheEngine {
                     return JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in
                         index.apply(record)
                     }
-                }
+                }()
                 report.replayedRecords = walk.records
                 var size = fileSize
                 switch walk.end {
@@ -164,19 +167,18 @@ extension CacheEngine {
             removed += 1
         }
         for number in store.segmentNumbers {
-            // Segments are at most `PackFormat.maxSegmentSize` (larger ones are not taken in).
-            guard let image = try? io.readWholeFile(store.files.segmentPath(number)) else { continue }
-            image.withUnsafeBytes { bytes in
-                guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
-                _ = PackScanner.scan(bytes) { offset, header, result in
-                    guard case .success(let value) = result, BlobID(hashing: value) == header.id else {
-                        removed += 1
-                        return
-                    }
-                    adopt(BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
-                                   payloadLength: header.payloadLength,
-                                   place: .packed(segment: number, offset: UInt64(offset))))
+            // Mapped, not read (see `MappedFile`); an unreadable segment fails the open rather
+            // than being passed over (and then trimmed or collected as if empty).
+            guard let image = try MappedFile(store.files.segmentPath(number), io: io, forReadingOnly: true),
+                  PackFormat.checkSegmentHeader(image.bytes, number: number) == nil else { continue }
+            _ = PackScanner.scan(image.bytes) { offset, header, result in
+                guard case .success(let value) = result, BlobID(hashing: value) == header.id else {
+                    removed += 1
+                    return
                 }
+                adopt(BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
+                               payloadLength: header.payloadLength,
+                               place: .packed(segment: number, offset: UInt64(offset))))
             }
         }
         return (adopted, removed)
@@ -184,18 +186,14 @@ extension CacheEngine {
 
     /// Reads and fully verifies (MD5 included) a loose blob; `nil` when it is damaged.
     private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, io: FileIO) throws -> BlobInfo? {
-        let file: [UInt8]?
-        do { file = try io.readWholeFile(path, atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) } catch BlobCacheError.io(_, _, .fileTooLarge) {
-            return nil
-        }
-        guard let file else { return nil }
-        return file.withUnsafeBytes { bytes -> BlobInfo? in
+        guard let file = try MappedFile(path, io: io, forReadingOnly: true) else { return nil }
+        return { (bytes: UnsafeRawBufferPointer) -> BlobInfo? in
             guard case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil),
                   BlobID(hashing: value) == id,
                   case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return nil }
             return BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
                             payloadLength: header.payloadLength, place: .loose)
-        }
+        }(file.bytes)
     }
 }
 

@@ -7,18 +7,15 @@ extension CacheEngine {
     static func restoreSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64)
         throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
         let path = files.snapshot
-        let mapped: MappedFile?
+        let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
         do {
-            mapped = try MappedFile(path, io: io)
+            opened = try IndexSnapshot.map(path, io: io)
         } catch {
             return nil   // unreadable now (say, out of address space): replay, keep the file
         }
-        guard let file = mapped else {
-            if io.status(path) != nil { _ = try io.remove(path) }   // empty
-            return nil
-        }
+        guard let opened else { return nil }
         let restored = { () -> (CacheIndex, IndexSnapshot.Header)? in
-            guard case .success(let header) = IndexSnapshot.parseHeader(file.bytes),
+            guard case .success(let (file, header)) = opened,
                   header.journalSalt == journalSalt,
                   header.journalLength >= Int64(JournalFormat.headerSize), header.journalLength <= journalSize,
                   let index = IndexSnapshot.restore(file, header: header) else { return nil }

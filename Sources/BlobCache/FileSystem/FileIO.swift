@@ -119,30 +119,14 @@ struct FileIO: Sendable {
     }
 
     /// Reads a whole file; `nil` when it does not exist. Throws `EFBIG` instead of reading a
-    /// file longer than `limit` or than its disk blocks can hold (`readableSize`).
+    /// file longer than `limit`. Files whose size nothing vouches for are mapped instead
+    /// (`MappedFile`), so that a sparse file claiming terabytes allocates nothing.
     func readWholeFile(_ path: FilePath, atMost limit: Int64 = .max) throws -> [UInt8]? {
         guard let fd = try openIfExists(path) else { return nil }
         defer { close(fd) }
-        let size = try readableSize(fd, path: path)
+        let size = try fileSize(fd, path: path)
         guard size <= limit else { throw BlobCacheError.io(operation: "read", path: path.string, errno: .fileTooLarge) }
         return try read(fd, count: Int(size), at: 0, path: path)
-    }
-
-    /// The size of an open file, to read it whole: `EFBIG` when its disk blocks hold less than
-    /// 1/64 of it (beyond 1 MiB). No file the cache writes is sparse, and its compressed blobs
-    /// do not shrink 64-fold on a compressing file system, so such a file is planted or
-    /// damaged; reading it would allocate what it merely claims (a sparse file can claim
-    /// exabytes).
-    func readableSize(_ fd: FileDescriptor, path: FilePath) throws -> Int64 {
-        let info: stat
-        do { info = try system.status(fd) } catch {
-            throw BlobCacheError.io(operation: "stat", path: path.string, errno: error)
-        }
-        let size = Int64(info.st_size), allocated = Int64(info.st_blocks).multipliedReportingOverflow(by: 512 * 64)
-        guard size <= 1 << 20 || allocated.overflow || allocated.partialValue >= size else {
-            throw BlobCacheError.io(operation: "read", path: path.string, errno: .fileTooLarge)
-        }
-        return size
     }
 
     /// The size of an open file.

@@ -399,7 +399,9 @@ struct CacheIndex {
                 entries[Int(slot)].keyLength = UInt32(bytes.count)
                 keyTable.insert(slot, hash: UInt64(hash))
             }
-            entryLogicalBytes += record.blob.rawLength
+            // The blob's own length, which `detach` subtracts (a record naming a known blob
+            // with another length must not make the total drift).
+            entryLogicalBytes += Int(blobs[Int(blob)].rawLength)
             if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
             return replaced.flatMap { detach(slot: $0, keepingKey: true) }
         }

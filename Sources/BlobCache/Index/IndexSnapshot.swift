@@ -1,3 +1,5 @@
+import SystemPackage
+
 /// The index snapshot file (`DIR/index`, docs/FORMAT.md): the index as replay left it after a
 /// given length of journal, laid out as it lies in memory, so that open maps the file and uses
 /// it in place, then replays only the journal after that length.
@@ -110,8 +112,27 @@ enum IndexSnapshot {
 
     // MARK: Reading
 
-    /// The header of a snapshot image, or why it cannot be used.
-    static func parseHeader(_ image: UnsafeRawBufferPointer) -> Result<Header, BlobDamage> {
+    /// Maps the snapshot at `path` once its header page, read first, is intact and gives the
+    /// file's real size: a file that claims more (a sparse one) is never mapped and prefaulted.
+    /// `nil` when there is no snapshot; `.failure` says why it cannot be used.
+    static func map(_ path: FilePath, io: FileIO) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
+        guard let fd = try io.openIfExists(path) else { return nil }
+        defer { io.close(fd) }
+        let size = Int(try io.fileSize(fd, path: path))
+        let first = try io.read(fd, count: min(size, page), at: 0, path: path)
+        switch first.withUnsafeBytes({ parseHeader($0, fileSize: size) }) {
+        case .failure(let damage): return .failure(damage)
+        case .success(let header):
+            guard let file = try MappedFile(fd, count: size, path: path, io: io, forReadingOnly: false) else {
+                return .failure(.truncated("snapshot is empty"))
+            }
+            return .success((file, header))
+        }
+    }
+
+    /// The header of a snapshot image (its first page at least), or why it cannot be used;
+    /// `fileSize` is the whole file's (by default, the image's).
+    static func parseHeader(_ image: UnsafeRawBufferPointer, fileSize: Int? = nil) -> Result<Header, BlobDamage> {
         guard image.count >= page else { return .failure(.truncated("snapshot shorter than its header")) }
         guard image[0..<4].elementsEqual(magic) else { return .failure(.header("bad magic")) }
         let version = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
@@ -131,8 +152,9 @@ enum IndexSnapshot {
             oldest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 72, as: Int32.self)),
             newest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 76, as: Int32.self)),
             bodyDigest: UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt64.self)))
-        guard image.count == header.fileSize else {
-            return .failure(.truncated("snapshot has \(image.count) bytes, its header says \(header.fileSize)"))
+        let fileSize = fileSize ?? image.count
+        guard fileSize == header.fileSize else {
+            return .failure(.truncated("snapshot has \(fileSize) bytes, its header says \(header.fileSize)"))
         }
         return .success(header)
     }

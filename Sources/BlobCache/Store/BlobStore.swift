@@ -21,7 +21,8 @@ final class BlobStore: @unchecked Sendable {
     private var activeSegment: PackSegment?
     private(set) var activeEnd: Int64 = 0
     /// Segments appended to since their last fsync, and whether `packs/` gained a name since.
-    private var unsyncedSegments: Set<UInt32> = []
+    /// (Kept open until then: an fsync must not depend on opening a file again.)
+    private var unsyncedSegments: [UInt32: PackSegment] = [:]
     private var packsDirectoryUnsynced = false
     /// Numbers handed to segments being written outside the lock (`reserveSegmentNumber`).
     private var reservedNumbers: Set<UInt32> = []
@@ -58,6 +59,13 @@ final class BlobStore: @unchecked Sendable {
         }
     }
 
+    /// Stops counting segment `number`, whose file vanished or became something else: its
+    /// records read as gone, no collection picks it again, and its number is never reused.
+    private func forget(_ number: UInt32) {
+        segmentSizes[number] = nil
+        reservedNumbers.insert(number)
+    }
+
     /// Whether any segment is on disk.
     var hasSegments: Bool { !segmentSizes.isEmpty }
 
@@ -75,7 +83,10 @@ final class BlobStore: @unchecked Sendable {
         if let open = openSegments.segment(number) { return open }
         guard let size = segmentSizes[number] else { return nil }
         let path = files.segmentPath(number)
-        guard let fd = try io.openIfExists(path) else { return nil }
+        guard let fd = try io.openIfExists(path) else {
+            forget(number)
+            return nil
+        }
         let fileSize: Int64?
         do { fileSize = try io.regularFileSize(of: fd, path: path) } catch {
             io.close(fd)
@@ -83,6 +94,7 @@ final class BlobStore: @unchecked Sendable {
         }
         guard let fileSize else {
             io.close(fd)
+            forget(number)
             return nil
         }
         let segment = PackSegment(number: number, path: path, descriptor: fd,
@@ -122,7 +134,7 @@ final class BlobStore: @unchecked Sendable {
         if synchronous {
             try io.sync(segment.descriptor, path: segment.path)
         } else {
-            unsyncedSegments.insert(segment.number)
+            unsyncedSegments[segment.number] = segment
         }
         return .packed(segment: segment.number, offset: UInt64(offset))
     }
@@ -156,11 +168,11 @@ final class BlobStore: @unchecked Sendable {
             _ = try? io.remove(temporary)
             throw error
         }
+        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
         if !synchronous {
-            unsyncedSegments.insert(number)
+            unsyncedSegments[number] = segment
             packsDirectoryUnsynced = true
         }
-        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
         segmentSizes[number] = Int64(PackFormat.segmentHeaderSize)
         if let previous = activeSegment { openSegments.keep(previous) }
         activeSegment = segment
@@ -231,13 +243,11 @@ final class BlobStore: @unchecked Sendable {
     /// Makes every record appended so far, and every new segment's name, durable: what must
     /// hold before the journal forgets an older copy (pack GC, recompression).
     func syncAll() throws {
-        for number in unsyncedSegments.sorted() {
-            // A segment closed since it was appended to is reopened: fsync flushes the file,
-            // whichever descriptor wrote it.
-            guard let segment = try segment(number) else { continue }
+        for number in unsyncedSegments.keys.sorted() {
+            let segment = unsyncedSegments[number]!
             try io.sync(segment.descriptor, path: segment.path)
+            unsyncedSegments[number] = nil
         }
-        unsyncedSegments.removeAll()
         if packsDirectoryUnsynced {
             try io.syncDirectory(files.packs)
             packsDirectoryUnsynced = false
@@ -260,7 +270,7 @@ final class BlobStore: @unchecked Sendable {
     func deleteSegment(_ number: UInt32) throws {
         guard segmentSizes.removeValue(forKey: number) != nil else { return }
         openSegments.close(number)
-        unsyncedSegments.remove(number)
+        unsyncedSegments[number] = nil
         if activeSegment?.number == number {
             activeSegment = nil
             activeEnd = 0

@@ -5,25 +5,33 @@ import Glibc
 import Musl
 #endif
 
-/// A whole file mapped privately into memory (its pages prefaulted), unmapped when released.
-/// Reading shows the page cache without copying it; a write copies the page it touches and
-/// never reaches the file (MAP_PRIVATE).
+/// A whole file mapped privately into memory, unmapped when released. Reading shows the page
+/// cache without copying it; a write copies the page it touches and never reaches the file
+/// (MAP_PRIVATE). Mapping allocates nothing: a file that claims more bytes than it holds (a
+/// sparse one) costs only the pages that are read, which is why files whose size nothing
+/// vouches for (the journal, segments and blobs fsck and recovery scan) are mapped, not read.
 final class MappedFile {
     let mutableBase: UnsafeMutableRawPointer
     let count: Int
     private let io: FileIO
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: mutableBase, count: count) }
 
-    /// Maps the file at `path`; `nil` when it does not exist or is empty.
-    init?(_ path: FilePath, io: FileIO) throws {
+    /// Maps the file at `path`; `nil` when it does not exist or is empty. By default its pages
+    /// are prefaulted and may be written (copied); `forReadingOnly`, pages are read when used
+    /// and `mutableBase` must not be written.
+    convenience init?(_ path: FilePath, io: FileIO, forReadingOnly: Bool = false) throws {
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
-        let size = Int(try io.fileSize(fd, path: path))
+        try self.init(fd, count: Int(try io.fileSize(fd, path: path)), path: path, io: io, forReadingOnly: forReadingOnly)
+    }
+
+    /// Maps the first `count` bytes of the open file `fd`; `nil` when `count` is 0.
+    init?(_ fd: FileDescriptor, count size: Int, path: FilePath, io: FileIO, forReadingOnly: Bool) throws {
         guard size > 0 else { return nil }
+        let base = try io.map(fd, length: size, shared: false, populate: !forReadingOnly, path: path)
         // Prefaulted read-only, then made writable: populating a writable private mapping
         // would copy every page up front; this way only pages that are written get copied.
-        let base = try io.map(fd, length: size, shared: false, populate: true, path: path)
-        guard mprotect(base, size, PROT_READ | PROT_WRITE) == 0 else {
+        guard forReadingOnly || mprotect(base, size, PROT_READ | PROT_WRITE) == 0 else {
             io.system.unmap(base, length: size)
             throw BlobCacheError.io(operation: "mprotect", path: path.string, errno: .last)
         }

@@ -25,12 +25,14 @@ enum PackFormat {
     /// or planted number must not make it allocate gigabytes).
     static let maxSegmentNumber: UInt32 = 1 << 24
 
-    /// The largest segment size limit a configuration may set.
-    static let maxSegmentLimit = 4 << 30
+    /// The largest segment size limit a configuration may set (records must start below the
+    /// 32 GiB a journal record's offset may name).
+    static let maxSegmentLimit = 16 << 30
 
-    /// The largest file a store takes for a segment: the limit plus one record that did not
-    /// fit (a pack record holds under 4 GiB). Anything larger is not a segment it wrote.
-    static let maxSegmentSize = Int64(maxSegmentLimit) + (4 << 30) + 64
+    /// The largest file a store takes for a segment: one whose last record starts at the
+    /// highest offset a journal record may name (a pack record holds under 4 GiB). Anything
+    /// larger is not a segment any release wrote. 2^24 of them sum to under 2^60.
+    static let maxSegmentSize = Int64(Int32.max) * 16 + (4 << 30) + 64
 
     static func isValidSegmentNumber(_ number: UInt32) -> Bool { number >= 1 && number <= maxSegmentNumber }
 
