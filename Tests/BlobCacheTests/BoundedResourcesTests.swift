@@ -42,6 +42,8 @@ struct BoundedResourcesTests {
         do {
             let cache = try BlobCache(directory: root, configuration: configuration)
             for n in 0..<count { try cache.set(Samples.random(Self.valueSize, seed: UInt64(n)), forKey: "k\(n)") }
+            // Writing holds few segments open too (none is kept open per segment written).
+            #expect(try cache.withEngine { $0.store.heldSegmentCount } <= BlobStore.openSegmentLimit + 2)
             try cache.close()
         }
         let segments = try FileManager.default.contentsOfDirectory(atPath: root + "/packs").filter { $0.hasSuffix(".pack") }

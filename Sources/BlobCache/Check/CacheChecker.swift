@@ -87,17 +87,21 @@ struct CacheChecker {
     /// Replays the journal as an open would, reporting damage instead of repairing it.
     private mutating func checkJournal() -> CacheIndex? {
         let path = files.journal
-        // Mapped, not read: nothing is allocated for what the file merely claims to hold.
-        let mapped: MappedFile?
-        do { mapped = try MappedFile(path, io: io, forReadingOnly: true) } catch {
+        // Read, or mapped when large: nothing is allocated for what a file merely claims to hold.
+        do {
+            guard let checked = try MappedFile.withContents(of: path, io: io, { image in checkJournal(image, at: path) }) else {
+                error("journal-missing", "-", path, "no journal: keys cannot be known")
+                return nil
+            }
+            return checked
+        } catch {
             self.error("journal-missing", "-", path, "unreadable (\(error)): keys cannot be known")
             return nil
         }
-        guard mapped != nil || io.status(path) != nil else {   // nil and present: an empty journal
-            error("journal-missing", "-", path, "no journal: keys cannot be known")
-            return nil
-        }
-        let image = mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    /// Checks a journal's bytes (and the snapshot against them); the index a replay gives.
+    private mutating func checkJournal(_ image: UnsafeRawBufferPointer, at path: FilePath) -> CacheIndex? {
         let header: JournalFormat.Header
         switch JournalFormat.decodeHeader(image) {
         case .success(let parsed): header = parsed
@@ -127,7 +131,7 @@ struct CacheChecker {
     private mutating func checkSnapshot(against replayed: CacheIndex, journal: UnsafeRawBufferPointer, salt: UInt64) {
         let path = files.snapshot
         let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
-        do { opened = try IndexSnapshot.map(path, io: io) } catch {
+        do { opened = try IndexSnapshot.map(path, io: io, journalSize: Int64(journal.count)) } catch {
             self.error("snapshot-corrupt", "-", path, "unreadable: \(error)")
             return
         }
@@ -135,6 +139,7 @@ struct CacheChecker {
         let problem: (id: String, detail: String)? = { () -> (String, String)? in
             let file: MappedFile, header: IndexSnapshot.Header
             switch opened {
+            case .failure(.sizeMismatch): return ("snapshot-stale", "reflects another journal (it is not used; the next open deletes it)")
             case .failure(let damage): return ("snapshot-corrupt", "\(damage.kind): \(damage.detail)")
             case .success(let parsed): (file, header) = parsed
             }
@@ -200,10 +205,7 @@ struct CacheChecker {
 
     /// (damage, bytes read, header) for one loose blob file.
     private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool, io: FileIO) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
-        guard let file = try? MappedFile(path, io: io, forReadingOnly: true) ?? nil else {
-            return io.status(path) == nil ? (.missing("unreadable"), 0, nil) : (.truncated("empty file"), 0, nil)
-        }
-        return { (bytes: UnsafeRawBufferPointer) in
+        let checked = try? MappedFile.withContents(of: path, io: io) { bytes -> (BlobDamage?, Int, LooseBlobFormat.Header?) in
             let header = try? LooseBlobFormat.parseHeader(bytes).get()
             switch LooseBlobFormat.decode(file: bytes, expecting: nil) {
             case .failure(let damage): return (damage, bytes.count, header)
@@ -213,43 +215,18 @@ struct CacheChecker {
                 }
                 return (nil, bytes.count, header)
             }
-        }(file.bytes)
+        }
+        return checked ?? (.missing("unreadable"), 0, nil)
     }
 
     private mutating func checkPacks(_ segments: [(number: UInt32, path: FilePath)], index: CacheIndex?, packs: FilePath) {
         var present = Set<UInt32>()
         for (number, path) in segments {
-            let mapped: MappedFile?
-            do { mapped = try MappedFile(path, io: io, forReadingOnly: true) } catch { continue }
-            let image = mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)
-            present.insert(number)
-            if let problem = PackFormat.checkSegmentHeader(image, number: number) {
-                error("pack-corrupt", "-", path, problem)
+            // Read, or mapped when large; one that cannot be read is a missing segment.
+            guard (try? MappedFile.withContents(of: path, io: io, { image in checkSegment(number, at: path, image: image, index: index) })) != nil else {
                 continue
             }
-            guard let index else { continue }
-            do {
-                let bytes = image
-                for (id, blob) in index.storedBlobs {
-                    guard case .packed(number, let offset) = blob.info.place else { continue }
-                    report.blobsChecked += 1
-                    report.bytesChecked += blob.info.footprint
-                    let at = "\(path.string)@\(offset)"
-                    guard Int(offset) + blob.info.footprint <= bytes.count else {
-                        error("pack-record-corrupt", id.hex, FilePath(at), "record runs past the end of the segment")
-                        continue
-                    }
-                    let record = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset) + blob.info.footprint])
-                    switch PackFormat.decode(record: record, expecting: blob.info) {
-                    case .failure(let damage):
-                        error("pack-record-corrupt", id.hex, FilePath(at), "\(damage.kind): \(damage.detail)")
-                    case .success(let value):
-                        if !fast, BlobID(hashing: value) != id {
-                            error("pack-record-corrupt", id.hex, FilePath(at), "digest: content hashes to \(BlobID(hashing: value))")
-                        }
-                    }
-                }
-            }
+            present.insert(number)
         }
         guard let index else { return }
         for (key, slot) in index.keyedSlots {
@@ -257,6 +234,34 @@ struct CacheChecker {
             if case .packed(let number, _) = index.blob(id)!.info.place, !present.contains(number) {
                 error("missing-blob", BlobCache.escapedKey(key), packs.appending(PackFormat.fileName(of: number)),
                       "entry's blob \(id) is in a missing pack segment")
+            }
+        }
+    }
+
+    /// Checks one mapped segment: its header, then every live record the index places in it.
+    private mutating func checkSegment(_ number: UInt32, at path: FilePath, image bytes: UnsafeRawBufferPointer, index: CacheIndex?) {
+        if let problem = PackFormat.checkSegmentHeader(bytes, number: number) {
+            error("pack-corrupt", "-", path, problem)
+            return
+        }
+        guard let index else { return }
+        for (id, blob) in index.storedBlobs {
+            guard case .packed(number, let offset) = blob.info.place else { continue }
+            report.blobsChecked += 1
+            report.bytesChecked += blob.info.footprint
+            let at = "\(path.string)@\(offset)"
+            guard Int(offset) + blob.info.footprint <= bytes.count else {
+                error("pack-record-corrupt", id.hex, FilePath(at), "record runs past the end of the segment")
+                continue
+            }
+            let record = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset) + blob.info.footprint])
+            switch PackFormat.decode(record: record, expecting: blob.info) {
+            case .failure(let damage):
+                error("pack-record-corrupt", id.hex, FilePath(at), "\(damage.kind): \(damage.detail)")
+            case .success(let value):
+                if !fast, BlobID(hashing: value) != id {
+                    error("pack-record-corrupt", id.hex, FilePath(at), "digest: content hashes to \(BlobID(hashing: value))")
+                }
             }
         }
     }

@@ -42,11 +42,8 @@ extension CacheEngine {
                     snapshotCoverage = start
                     report.restoredFromSnapshot = true
                 }
-                // Mapped, not read: nothing is allocated for what the file merely claims to hold.
-                let mapped = try MappedFile(fd, count: Int(fileSize), path: journalPath, io: io, forReadingOnly: true)
-                let whole = mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)
-                let records = UnsafeRawBufferPointer(rebasing: whole[min(Int(start), whole.count)...])
-                let walk = {
+                // Read, or mapped when large: nothing is allocated for what a file merely claims.
+                let walk = try MappedFile.withContents(of: fd, from: start, size: fileSize, path: journalPath, io: io) { records in
                     if !report.restoredFromSnapshot {
                         // Size the index once for the records there are (a compacted journal has one per
                         // entry), so replay never rehashes and the tables are not oversized.
@@ -56,7 +53,7 @@ extension CacheEngine {
                     return JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in
                         index.apply(record)
                     }
-                }()
+                }
                 report.replayedRecords = walk.records
                 var size = fileSize
                 switch walk.end {
@@ -167,18 +164,19 @@ extension CacheEngine {
             removed += 1
         }
         for number in store.segmentNumbers {
-            // Mapped, not read (see `MappedFile`); an unreadable segment fails the open rather
-            // than being passed over (and then trimmed or collected as if empty).
-            guard let image = try MappedFile(store.files.segmentPath(number), io: io, forReadingOnly: true),
-                  PackFormat.checkSegmentHeader(image.bytes, number: number) == nil else { continue }
-            _ = PackScanner.scan(image.bytes) { offset, header, result in
-                guard case .success(let value) = result, BlobID(hashing: value) == header.id else {
-                    removed += 1
-                    return
+            // Read, or mapped when large (`MappedFile.withContents`); an unreadable segment fails
+            // the open rather than being passed over (and then trimmed or collected as if empty).
+            _ = try MappedFile.withContents(of: store.files.segmentPath(number), io: io) { bytes in
+                guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
+                _ = PackScanner.scan(bytes) { offset, header, result in
+                    guard case .success(let value) = result, BlobID(hashing: value) == header.id else {
+                        removed += 1
+                        return
+                    }
+                    adopt(BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
+                                   payloadLength: header.payloadLength,
+                                   place: .packed(segment: number, offset: UInt64(offset))))
                 }
-                adopt(BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
-                               payloadLength: header.payloadLength,
-                               place: .packed(segment: number, offset: UInt64(offset))))
             }
         }
         return (adopted, removed)
@@ -186,14 +184,14 @@ extension CacheEngine {
 
     /// Reads and fully verifies (MD5 included) a loose blob; `nil` when it is damaged.
     private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, io: FileIO) throws -> BlobInfo? {
-        guard let file = try MappedFile(path, io: io, forReadingOnly: true) else { return nil }
-        return { (bytes: UnsafeRawBufferPointer) -> BlobInfo? in
+        // (One larger than any blob is damaged, not mapped: a sparse file can claim exabytes.)
+        return try MappedFile.withContents(of: path, io: io, atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) { bytes -> BlobInfo? in
             guard case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil),
                   BlobID(hashing: value) == id,
                   case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return nil }
             return BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
                             payloadLength: header.payloadLength, place: .loose)
-        }(file.bytes)
+        } ?? nil
     }
 }
 

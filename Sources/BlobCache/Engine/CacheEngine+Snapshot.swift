@@ -9,7 +9,7 @@ extension CacheEngine {
         let path = files.snapshot
         let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
         do {
-            opened = try IndexSnapshot.map(path, io: io)
+            opened = try IndexSnapshot.map(path, io: io, journalSize: journalSize)
         } catch {
             return nil   // unreadable now (say, out of address space): replay, keep the file
         }

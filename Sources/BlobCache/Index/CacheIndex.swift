@@ -195,9 +195,11 @@ struct CacheIndex {
         switch record {
         case .set(let entry):
             let info = entry.blob
-            guard entryLogicalBytes + info.rawLength <= Self.maxTotalBytes else { return false }
-            return blobSlot(of: info.id) != nil
-                || (logicalBytes + info.rawLength <= Self.maxTotalBytes && storedBytes + info.footprint <= Self.maxTotalBytes)
+            if let known = blobSlot(of: info.id) {   // counted at its own length (`upsert`)
+                return entryLogicalBytes + Int(blobs[Int(known)].rawLength) <= Self.maxTotalBytes
+            }
+            return entryLogicalBytes + info.rawLength <= Self.maxTotalBytes
+                && logicalBytes + info.rawLength <= Self.maxTotalBytes && storedBytes + info.footprint <= Self.maxTotalBytes
         case .relocate(let info):
             return storedBytes + info.footprint <= Self.maxTotalBytes
         case .access, .remove, .removeAll:

@@ -112,10 +112,12 @@ enum IndexSnapshot {
 
     // MARK: Reading
 
-    /// Maps the snapshot at `path` once its header page, read first, is intact and gives the
-    /// file's real size: a file that claims more (a sparse one) is never mapped and prefaulted.
-    /// `nil` when there is no snapshot; `.failure` says why it cannot be used.
-    static func map(_ path: FilePath, io: FileIO) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
+    /// Maps the snapshot at `path` once its header page, read first, is intact, gives the
+    /// file's real size and reflects at most `journalSize` bytes of journal (which bounds every
+    /// count in it): a file that claims more (a sparse one) is never mapped and prefaulted.
+    /// `nil` when there is no snapshot; `.failure` says why it cannot be used (`.sizeMismatch`:
+    /// it reflects more journal than there is).
+    static func map(_ path: FilePath, io: FileIO, journalSize: Int64) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
         let size = Int(try io.fileSize(fd, path: path))
@@ -123,6 +125,9 @@ enum IndexSnapshot {
         switch first.withUnsafeBytes({ parseHeader($0, fileSize: size) }) {
         case .failure(let damage): return .failure(damage)
         case .success(let header):
+            guard header.journalLength <= journalSize else {
+                return .failure(.sizeMismatch("reflects \(header.journalLength) bytes of journal, which has \(journalSize)"))
+            }
             guard let file = try MappedFile(fd, count: size, path: path, io: io, forReadingOnly: false) else {
                 return .failure(.truncated("snapshot is empty"))
             }
@@ -146,6 +151,13 @@ enum IndexSnapshot {
             return .failure(.header("written by a build that lays the index out differently"))
         }
         guard (4...7).allSatisfy({ word($0) <= UInt64(Int32.max) }) else { return .failure(.header("impossible counts")) }
+        // Every record takes at least 10 bytes of the journal it reflects, every entry a record,
+        // every blob an entry, every key byte a byte of a record: counts a journal bounds.
+        let journalLength = Int64(bitPattern: word(3))
+        guard journalLength >= Int64(JournalFormat.headerSize), word(4) <= UInt64(journalLength) / 10,
+              word(5) <= word(4), word(6) <= word(5), word(7) <= UInt64(journalLength) else {
+            return .failure(.header("counts the journal it reflects cannot hold"))
+        }
         let header = Header(
             seed: word(1), journalSalt: word(2), journalLength: Int64(bitPattern: word(3)),
             journalRecords: Int(word(4)), entryCount: Int(word(5)), blobCount: Int(word(6)), keyBytes: Int(word(7)),

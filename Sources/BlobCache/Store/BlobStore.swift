@@ -21,8 +21,9 @@ final class BlobStore: @unchecked Sendable {
     private var activeSegment: PackSegment?
     private(set) var activeEnd: Int64 = 0
     /// Segments appended to since their last fsync, and whether `packs/` gained a name since.
-    /// (Kept open until then: an fsync must not depend on opening a file again.)
-    private var unsyncedSegments: [UInt32: PackSegment] = [:]
+    /// (By number: one closed since is opened again for its fsync, so that writing never holds
+    /// a descriptor per segment written.)
+    private var unsyncedSegments: Set<UInt32> = []
     private var packsDirectoryUnsynced = false
     /// Numbers handed to segments being written outside the lock (`reserveSegmentNumber`).
     private var reservedNumbers: Set<UInt32> = []
@@ -71,6 +72,11 @@ final class BlobStore: @unchecked Sendable {
 
     /// How many segments are open for reading (the active one aside).
     var openSegmentCount: Int { openSegments.count }
+
+    /// How many segments the store holds open in all: for reading or for appends.
+    var heldSegmentCount: Int {
+        openSegments.numbers.union(activeSegment.map { [$0.number] } ?? []).count
+    }
 
     /// The numbers of the segments on disk, in order.
     var segmentNumbers: [UInt32] { segmentSizes.keys.sorted() }
@@ -134,7 +140,7 @@ final class BlobStore: @unchecked Sendable {
         if synchronous {
             try io.sync(segment.descriptor, path: segment.path)
         } else {
-            unsyncedSegments[segment.number] = segment
+            unsyncedSegments.insert(segment.number)
         }
         return .packed(segment: segment.number, offset: UInt64(offset))
     }
@@ -170,7 +176,7 @@ final class BlobStore: @unchecked Sendable {
         }
         let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
         if !synchronous {
-            unsyncedSegments[number] = segment
+            unsyncedSegments.insert(number)
             packsDirectoryUnsynced = true
         }
         segmentSizes[number] = Int64(PackFormat.segmentHeaderSize)
@@ -243,10 +249,15 @@ final class BlobStore: @unchecked Sendable {
     /// Makes every record appended so far, and every new segment's name, durable: what must
     /// hold before the journal forgets an older copy (pack GC, recompression).
     func syncAll() throws {
-        for number in unsyncedSegments.keys.sorted() {
-            let segment = unsyncedSegments[number]!
+        for number in unsyncedSegments.sorted() {
+            // A segment closed since it was appended to is opened again: fsync flushes the
+            // file, whichever descriptor wrote it.
+            guard let segment = try segment(number) else {
+                unsyncedSegments.remove(number)   // gone: nothing left to make durable
+                continue
+            }
             try io.sync(segment.descriptor, path: segment.path)
-            unsyncedSegments[number] = nil
+            unsyncedSegments.remove(number)
         }
         if packsDirectoryUnsynced {
             try io.syncDirectory(files.packs)
@@ -270,7 +281,7 @@ final class BlobStore: @unchecked Sendable {
     func deleteSegment(_ number: UInt32) throws {
         guard segmentSizes.removeValue(forKey: number) != nil else { return }
         openSegments.close(number)
-        unsyncedSegments[number] = nil
+        unsyncedSegments.remove(number)
         if activeSegment?.number == number {
             activeSegment = nil
             activeEnd = 0

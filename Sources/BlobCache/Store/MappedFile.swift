@@ -54,4 +54,42 @@ final class MappedFile {
     }
 
     deinit { io.system.unmap(mutableBase, length: count) }
+
+    /// Files up to this size are read whole (an I/O error is then a thrown error, not a
+    /// SIGBUS, and file systems that cannot map work); larger ones are mapped.
+    static let readLimit = 256 << 20
+
+    /// Calls `body` with the bytes of `fd` from `offset` to `size`: read when they are at most
+    /// `readLimit`, else mapped, so a file claiming more than it holds (a sparse one) costs no
+    /// allocation. For files whose size nothing vouches for: the journal, and the segments and
+    /// blobs that fsck and a rebuild scan.
+    static func withContents<Result>(of fd: FileDescriptor, from offset: Int64 = 0, size: Int64, path: FilePath, io: FileIO,
+                                     _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
+        let count = Int(max(0, size - offset))
+        if count <= readLimit {
+            return try io.read(fd, count: count, at: offset, path: path).withUnsafeBytes(body)
+        }
+        let mapped = try MappedFile(fd, count: Int(size), path: path, io: io, forReadingOnly: true)
+        return try withBytes(of: mapped) { try body(UnsafeRawBufferPointer(rebasing: $0[min(Int(offset), $0.count)...])) }
+    }
+
+    /// `withContents(of:…)` for the file at `path`; `nil` when it does not exist or is larger
+    /// than `limit`.
+    static func withContents<Result>(of path: FilePath, io: FileIO, atMost limit: Int64 = .max,
+                                     _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
+        guard let fd = try io.openIfExists(path) else { return nil }
+        defer { io.close(fd) }
+        let size = try io.fileSize(fd, path: path)
+        guard size <= limit else { return nil }
+        return try withContents(of: fd, size: size, path: path, io: io, body)
+    }
+
+    /// Calls `body` with the mapped bytes (empty for `nil`, an empty file), keeping the mapping
+    /// alive until it returns: Swift may release an object after its last use, so `bytes` must
+    /// never outlive a call like this one.
+    ///
+    ///     let header = MappedFile.withBytes(of: mapped) { JournalFormat.decodeHeader($0) }
+    static func withBytes<Result>(of mapped: MappedFile?, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try withExtendedLifetime(mapped) { try body(mapped?.bytes ?? UnsafeRawBufferPointer(start: nil, count: 0)) }
+    }
 }

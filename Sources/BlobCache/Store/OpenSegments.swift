@@ -36,4 +36,7 @@ struct OpenSegments {
 
     /// How many segments are open.
     var count: Int { entries.count }
+
+    /// The numbers of the open segments.
+    var numbers: Set<UInt32> { Set(entries.keys) }
 }
