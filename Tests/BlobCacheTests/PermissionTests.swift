@@ -20,6 +20,17 @@ struct PermissionTests {
         return result
     }
 
+    /// Expects every path below `root` (itself included) to have the mode given for its kind.
+    private func expectModes(below root: String, directories: mode_t, files: mode_t, atLeast count: Int = 1,
+                             _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
+        let seen = modes(below: root)
+        #expect(seen.count >= count, "\(seen.map(\.path))", sourceLocation: sourceLocation)
+        for (path, mode, directory) in seen {
+            #expect(mode == (directory ? directories : files), "\(context)\(path): \(String(mode, radix: 8))",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
     /// Fills a cache at `path` with every kind of file it makes.
     private func useEveryFile(_ path: String, _ change: (inout BlobCache.Configuration) -> Void = { _ in }) throws {
         var configuration = BlobCache.Configuration()
@@ -37,11 +48,7 @@ struct PermissionTests {
         let dir = TemporaryDirectory()
         let root = dir.appending("home/.cache/app")
         try useEveryFile(root)
-        let seen = modes(below: dir.appending("home"))
-        #expect(seen.count >= 12, "\(seen.map(\.path))")
-        for (path, mode, directory) in seen {
-            #expect(mode == (directory ? 0o700 : 0o600), "\(path): \(String(mode, radix: 8))")
-        }
+        expectModes(below: dir.appending("home"), directories: 0o700, files: 0o600, atLeast: 12)
     }
 
     @Test("an existing directory keeps its mode; in a group-shared one the group may read and write every file, whatever the umask")
@@ -69,11 +76,7 @@ struct PermissionTests {
         let dir = TemporaryDirectory()
         let root = dir.appending("team/cache")
         try useEveryFile(root) { $0.shareWithGroup = true }
-        let seen = modes(below: dir.appending("team"))
-        #expect(seen.count >= 10, "\(seen.map(\.path))")
-        for (path, mode, directory) in seen {
-            #expect(mode == (directory ? 0o2770 : 0o660), "\(path): \(String(mode, radix: 8))")
-        }
+        expectModes(below: dir.appending("team"), directories: 0o2770, files: 0o660, atLeast: 10)
     }
 
     @Test("blobcache config --share-with-group on opens an existing cache to the group, off closes it again")
@@ -85,21 +88,15 @@ struct PermissionTests {
         let on = try cli.run(["config", "--share-with-group", "on"])
         #expect(on.status == 0, "\(on.stderr)")
         #expect(on.output.contains("shared with group: yes"))
-        for (path, mode, directory) in modes(below: root) {
-            #expect(mode == (directory ? 0o2770 : 0o660), "\(path): \(String(mode, radix: 8))")
-        }
+        expectModes(below: root, directories: 0o2770, files: 0o660)
         let cache = try BlobCache(directory: root)
         try cache.set(Samples.random(300, seed: 3), forKey: "later")
         try cache.set(Samples.random(90_000, seed: 4), forKey: "later-loose")
         try cache.close()
-        for (path, mode, directory) in modes(below: root) {
-            #expect(mode == (directory ? 0o2770 : 0o660), "made after sharing: \(path): \(String(mode, radix: 8))")
-        }
+        expectModes(below: root, directories: 0o2770, files: 0o660, "made after sharing: ")
         let off = try cli.run(["config", "--share-with-group", "off"])
         #expect(off.status == 0, "\(off.stderr)")
-        for (path, mode, directory) in modes(below: root) {
-            #expect(mode == (directory ? 0o700 : 0o600), "\(path): \(String(mode, radix: 8))")
-        }
+        expectModes(below: root, directories: 0o700, files: 0o600)
         #expect(try cli.run(["config", "--share-with-group", "maybe"]).status == 64)
     }
 }
