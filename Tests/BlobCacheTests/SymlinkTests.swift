@@ -118,3 +118,25 @@ struct ShardLinkTests {
         #expect(filesBelow(moved).count == 1, "the blob outside DIR was deleted: \(filesBelow(moved))")
     }
 }
+
+/// `objects/` and `packs/` themselves (issue 11, item 3).
+@Suite("Symbolic links in place of objects/ and packs/")
+struct StoreDirectoryLinkTests {
+    @Test("fsck reports a link in place of objects/ or packs/ and never lists what it leads to", arguments: ["objects", "packs"])
+    func storeDirectoryLink(name: String) throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("cache"), moved = dir.appending("moved")
+        let cache = try BlobCache(directory: root)
+        try cache.set(Samples.random(100_000, seed: 31), forKey: "loose")
+        try cache.set(Samples.random(300, seed: 32), forKey: "packed")
+        try cache.close()
+        try FileManager.default.moveItem(atPath: root + "/" + name, toPath: moved)
+        try FileManager.default.createSymbolicLink(atPath: root + "/" + name, withDestinationPath: moved)
+        let report = try BlobCache.check(directory: root)
+        #expect(report.findings.contains { $0.problem == "not-a-regular-file" && $0.path == root + "/" + name })
+        // What lies behind the link is not looked at: the entry's blob there counts as missing.
+        #expect(report.findings.contains { $0.problem == "missing-blob" }, "listed through the link")
+        #expect(report.findings.allSatisfy { !$0.path.hasPrefix(root + "/" + name + "/") || $0.problem == "missing-blob" })
+        #expect(throws: BlobCacheError.self) { try BlobCache(directory: root) }
+    }
+}

@@ -19,7 +19,17 @@ struct DirectoryScan {
 
     init(files: CacheFiles, io: FileIO) throws {
         let objects = files.objects, packs = files.packs
-        for shard in try io.listDirectory(objects).sorted() {
+        // A link (or anything but a directory) in place of `objects/` or `packs/` is reported,
+        // never listed: what it leads to is not the cache's.
+        var scanned: [FilePath] = []
+        for directory in [objects, packs] {
+            if let type = try io.fileType(directory), type != .directory {
+                irregularFiles.append(directory)
+            } else {
+                scanned.append(directory)
+            }
+        }
+        for shard in try (scanned.contains(objects) ? io.listDirectory(objects) : []).sorted() {
             let shardPath = objects.appending(shard)
             guard CacheFiles.isShardName(shard), try io.isDirectory(shardPath) else {
                 if CacheFiles.isShardName(shard) { irregularFiles.append(shardPath) } else { unknownFiles.append(shardPath) }
@@ -47,7 +57,7 @@ struct DirectoryScan {
                 }
             }
         }
-        for name in try io.listDirectory(packs).sorted() {
+        for name in try (scanned.contains(packs) ? io.listDirectory(packs) : []).sorted() {
             let path = packs.appending(name)
             if let number = PackFormat.segmentNumber(fromFileName: name) {
                 if let size = try io.regularFileSize(path), size <= PackFormat.maxSegmentSize {
