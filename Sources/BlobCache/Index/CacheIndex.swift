@@ -136,9 +136,13 @@ struct CacheIndex {
     private(set) var pinnedEntries = 0
     /// Sum of every entry's value size (shared blobs counted per entry): for dedup savings.
     private(set) var entryLogicalBytes = 0
-    /// Live pack bytes per segment, to find segments worth collecting (a dictionary: a damaged
-    /// record naming segment 2^24 must not make an array of 2^24 counters).
-    private var liveBytesBySegment: [UInt32: Int] = [:]
+    /// Live pack bytes per segment, to find segments worth collecting: an array indexed by
+    /// segment number for the numbers a store uses first, a dictionary beyond (so a damaged
+    /// record naming segment 2^24 does not make an array of 2^24 counters).
+    private var liveBytesBySegment: [Int] = []
+    private var liveBytesOfHighSegments: [UInt32: Int] = [:]
+    /// Segment numbers below this are counted in the array.
+    private static let arraySegments: UInt32 = 1 << 16
     private(set) var livePackedBytes = 0
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
@@ -486,7 +490,9 @@ struct CacheIndex {
 
     /// Bytes of live records in pack segment `number`.
     func liveBytes(inSegment number: UInt32) -> Int {
-        liveBytesBySegment[number] ?? 0
+        number < Self.arraySegments
+            ? (Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0)
+            : liveBytesOfHighSegments[number] ?? 0
     }
 
     // MARK: Private
@@ -593,8 +599,15 @@ struct CacheIndex {
 
     private mutating func accountPack(_ info: BlobInfo, sign: Int) {
         guard case .packed(let segment, _) = info.place else { return }
-        let live = liveBytesBySegment[segment, default: 0] + sign * info.footprint
-        liveBytesBySegment[segment] = live == 0 ? nil : live
+        if segment < Self.arraySegments {
+            if Int(segment) >= liveBytesBySegment.count {
+                liveBytesBySegment.append(contentsOf: repeatElement(0, count: Int(segment) + 1 - liveBytesBySegment.count))
+            }
+            liveBytesBySegment[Int(segment)] += sign * info.footprint
+        } else {
+            let live = liveBytesOfHighSegments[segment, default: 0] + sign * info.footprint
+            liveBytesOfHighSegments[segment] = live == 0 ? nil : live
+        }
         livePackedBytes += sign * info.footprint
     }
 

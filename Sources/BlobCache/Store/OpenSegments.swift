@@ -5,7 +5,18 @@
 struct OpenSegments {
     /// How many segments stay open at most.
     let capacity: Int
-    private var entries: [UInt32: (segment: PackSegment, lastUse: UInt64)] = [:]
+    /// A box per open segment, so that marking a use changes it in place (one hash lookup
+    /// on the read path, not a lookup and a store).
+    private final class Entry {
+        let segment: PackSegment
+        var lastUse: UInt64
+        init(_ segment: PackSegment, lastUse: UInt64) {
+            self.segment = segment
+            self.lastUse = lastUse
+        }
+    }
+
+    private var entries: [UInt32: Entry] = [:]
     private var uses: UInt64 = 0
 
     init(capacity: Int) {
@@ -17,7 +28,7 @@ struct OpenSegments {
     mutating func segment(_ number: UInt32) -> PackSegment? {
         guard let entry = entries[number] else { return nil }
         uses += 1
-        entries[number] = (entry.segment, uses)
+        entry.lastUse = uses
         return entry.segment
     }
 
@@ -28,7 +39,7 @@ struct OpenSegments {
             entries[oldest] = nil
         }
         uses += 1
-        entries[segment.number] = (segment, uses)
+        entries[segment.number] = Entry(segment, lastUse: uses)
     }
 
     /// Closes segment `number` (once no reader holds it).
