@@ -5,8 +5,9 @@
 #   Tools/test.sh --sanitize thread     the same under ThreadSanitizer, built in .build-tsan
 #   Tools/test.sh --sanitize address    the same under AddressSanitizer, built in .build-asan
 #
-# Under a sanitizer the fault and power-loss suites take every 10th fault point
-# (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md): the plain run covers them all. Other arguments
+# Under a sanitizer the fault and power-loss suites take every 10th fault point, every 20th under
+# ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md): the plain run
+# covers them all. Other arguments
 # go to `swift test` (for example --filter FaultTests). Exit status: swift test's (a sanitizer
 # report fails the run).
 set -euo pipefail
@@ -17,7 +18,7 @@ if [[ ${1:-} == --sanitize ]]; then
   sanitizer=${2:?"--sanitize takes thread or address"}
   shift 2
   case $sanitizer in
-    thread) folder=.build-tsan ;;
+    thread) folder=.build-tsan; export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20} ;;
     address) folder=.build-asan ;;
     *) echo "test.sh: unknown sanitizer $sanitizer (thread or address)" >&2; exit 2 ;;
   esac
