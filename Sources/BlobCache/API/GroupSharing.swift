@@ -26,8 +26,7 @@ extension BlobCache {
                 throw BlobCacheError.io(operation: "fchmod", path: path.string, errno: error)
             }
         }
-        let own = [files.journal, files.snapshot, files.lock, files.stats, files.config, files.tag]
-        let regular = try own.filter { try io.isRegularFile($0) }
+        let regular = try files.ownFiles.filter { try io.isRegularFile($0) }
         for path in regular + scan.looseBlobs.map(\.path) + scan.segments.map(\.path) + scan.temporaryFiles {
             guard let fd = try io.openIfExists(path) else { continue }
             defer { io.close(fd) }

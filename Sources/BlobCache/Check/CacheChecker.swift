@@ -69,9 +69,8 @@ struct CacheChecker {
         for path in scan.unknownFiles {
             note("unknown-file", "-", path, "not a blob named by its content in its shard, nor a temporary file: not the cache's, left alone")
         }
-        let ownFiles = [files.journal, files.snapshot, files.lock, files.stats, files.config, files.tag]
-        for path in ownFiles + scan.irregularFiles where try io.fileType(path).map({ $0 != .regular }) ?? false
-            || scan.irregularFiles.contains(path) {
+        let misplaced = try files.ownFiles.filter { try io.fileType($0).map { $0 != .regular } ?? false }
+        for path in misplaced + scan.irregularFiles {
             error("not-a-regular-file", "-", path,
                   "a symbolic link, a directory or an impossibly large file where the cache keeps a file of its own: never followed or written through; move it away")
         }

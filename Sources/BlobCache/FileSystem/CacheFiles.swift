@@ -24,6 +24,9 @@ struct CacheFiles: Sendable {
     let config: FilePath
     /// The cache directory tag, `DIR/CACHEDIR.TAG` (`CacheDirectory`).
     let tag: FilePath
+
+    /// The regular files the cache keeps at the top of DIR (never followed if they are links).
+    var ownFiles: [FilePath] { [journal, snapshot, lock, stats, config, tag] }
     /// Loose blobs, `DIR/objects/<a>/<b>/<id>`.
     let objects: FilePath
     /// Pack segments, `DIR/packs/NNNNNN.pack`.
