@@ -9,13 +9,14 @@ struct BlobCacheTool: ParsableCommand {
         commandName: "blobcache",
         abstract: "A content-addressed, compressed, journaled disk cache.",
         discussion: """
-            Global options (--dir, --max-size, --max-entries, --pack-threshold) go before or after \
+            Global options (--dir, --max-size, --max-entries, --pack-threshold, --wait) go before or after \
             the command. DIR defaults to $BLOBCACHE_DIR, else $XDG_CACHE_HOME/blobcache, else \
             ~/.cache/blobcache. SIZE takes decimal suffixes k, M, G, T (500M = 500,000,000 bytes) \
             or binary ones Ki, Mi, Gi, Ti (2Gi = 2 x 2^30).
 
             Exit codes: 0 success; 1 not found (get, rm); 2 error (bad input, I/O, damaged data); \
-            8 the cache cannot be opened (in use by another process, unusable directory); \
+            8 the cache cannot be opened (another process held DIR/lock for longer than --wait, default 30 s; \
+            unusable directory); \
             64 usage error. fsck: 0 clean, 1 errors found and all repaired, 4 errors left, 8 as above.
             """,
         subcommands: [Put.self, Get.self, Remove.self, List.self, Stat.self, Import.self, Export.self,

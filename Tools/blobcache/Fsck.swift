@@ -8,7 +8,7 @@ struct Fsck: ParsableCommand {
         discussion: """
             One line per finding: <problem-id> <blob id or key> <path>: <detail>, then a summary. \
             Errors set the exit code; notes (dangling-blob, stale-temp, empty-shard, size-mismatch, unknown-file) do not. \
-            Exit: 0 no errors, 1 errors found and all repaired, 4 errors left, 8 cannot open (in use). \
+            Exit: 0 no errors, 1 errors found and all repaired, 4 errors left, 8 cannot open (in use past --wait). Without --repair it runs beside other processes using the cache; --repair holds DIR/lock throughout. \
             Problem ids are listed in docs/FSCK.md.
             """)
     @Flag(help: "Fix everything reported.") var repair = false
@@ -36,6 +36,7 @@ struct Fsck: ParsableCommand {
         var options = BlobCache.CheckOptions()
         options.repair = repair
         options.fast = fast
+        options.lockTimeout = try global.lockTimeout
         if global.maxSize != nil || global.maxEntries != nil {
             let saved = try Failure.opening { try BlobCache.defaultLimits(in: global.resolvedDirectory) }
             options.limits = .init(maxStoredBytes: global.maxSize ?? saved.maxStoredBytes,

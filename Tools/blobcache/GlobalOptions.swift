@@ -18,8 +18,21 @@ struct GlobalOptions: ParsableArguments {
             transform: Size.parse)
     var packThreshold: Int?
 
+    @Option(help: ArgumentHelp(
+        "How long to wait while another process holds DIR/lock (one of its operations, or a script's `flock DIR/lock ...`), then exit 8 naming the holder's pid; 0 fails at once.",
+        valueName: "SECONDS"))
+    var wait: Double = 30
+
     /// The options that take a value, as `hoisted` moves them.
-    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold"]
+    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait"]
+
+    /// `--wait` as the library takes it.
+    var lockTimeout: Duration {
+        get throws {
+            guard wait.isFinite, wait >= 0, wait <= 1e9 else { throw ValidationError("--wait must be 0 to 1e9 seconds, got \(wait)") }
+            return .milliseconds(Int64((wait * 1000).rounded()))
+        }
+    }
 
     /// Moves global options that come before the command to just after it.
     static func hoisted(_ arguments: [String]) -> [String] {
@@ -56,6 +69,7 @@ struct GlobalOptions: ParsableArguments {
         configuration.maxEntries = maxEntries
         if let packThreshold { configuration.packThreshold = packThreshold }
         if let codec { configuration.codec = codec }
+        configuration.lockTimeout = try lockTimeout
         if let maxEntries, maxEntries <= 0 { throw ValidationError("--max-entries must be positive") }
         return try Failure.opening { try BlobCache(directory: resolvedDirectory, configuration: configuration) }
     }

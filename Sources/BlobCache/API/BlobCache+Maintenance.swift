@@ -1,12 +1,17 @@
 /// Pack collection and journal rewrites after an operation, run by the thread whose operation
 /// made them due, in steps that hold the lock only briefly: the copying, writing and fsyncing
 /// happen with the lock released, so readers and writers on other threads carry on
-/// (docs/RELIABILITY.md, "Maintenance outside the lock").
+/// (docs/RELIABILITY.md, "Maintenance outside the lock"). `DIR/lock`'s flock is held
+/// throughout: other processes read meanwhile, and their writers wait.
 extension BlobCache {
     /// Runs what is due, unless another thread is already running maintenance (it looks
     /// again when it is done). A failure is not the operation's: the operation had committed.
     func maintain(reader: Bool) {
         _ = maintenanceGate.withLockIfAvailable { runs in
+            // The flock is held for every step, so that no other process starts a segment or a
+            // journal rewrite meanwhile; this process's threads go on (they share it).
+            guard (try? directoryLock.hold()) != nil else { return }
+            defer { directoryLock.release() }
             var due = try? withEngine { $0.maintenanceDue(reader: reader) }
             // Each run makes progress or backs off; the bound is for safety.
             for _ in 0..<8 {

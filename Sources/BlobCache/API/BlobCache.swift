@@ -31,7 +31,9 @@ public final class BlobCache: Sendable {
     /// must not overlap one (compact, close); taken before `state`, never while holding it.
     /// Counts the maintenance runs.
     let maintenanceGate = Locked(0)
-    private let lock: DirectoryLock
+    /// `DIR/lock`: its flock is held for each operation that writes, and by maintenance for
+    /// all its steps (other processes' writers wait meanwhile; this one's threads go on).
+    let directoryLock: DirectoryLock
     /// Hashing, encoding, staging and reading: the work done outside the lock.
     private let pipeline: BlobPipeline
     private let defaultExpiry: Expiry
@@ -40,8 +42,9 @@ public final class BlobCache: Sendable {
     public static let maxKeyBytes = 1 << 20
 
     /// Opens the cache in `directory`, creating it when `createDirectory` is true (the default).
-    /// Fails with `inUse` when another open cache holds the directory, unless
-    /// `configuration.waitForLock`.
+    /// Any number of opens, in this process and others, share a directory: each sees the
+    /// others' writes at its next operation. Fails with `inUse` when another process holds
+    /// `DIR/lock` for longer than `configuration.lockTimeout`.
     ///
     ///     let cache = try BlobCache(directory: "/var/cache/thumbnails")
     public init(directory: String, configuration: Configuration = Configuration(), createDirectory: Bool = true) throws {
@@ -50,21 +53,25 @@ public final class BlobCache: Sendable {
         try Self.prepareDirectory(files.root, create: createDirectory,
                                   io: FileIO(configuration.fileSystem, sharedWithGroup: configuration.shareWithGroup))
         let io = FileIO(configuration.fileSystem).matchingAccess(of: files.root)
-        let lock = try DirectoryLock.acquire(files, io: io, wait: configuration.waitForLock)
+        let lock = try DirectoryLock.open(files, io: io, timeout: configuration.lockTimeout)
         do {
-            let saved = try Self.defaultLimits(in: files, io: io)
-            let limits = Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,
-                                maxEntries: configuration.maxEntries ?? saved.maxEntries)
-            let (engine, report) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
-                                                        previousHolderCrashed: lock.previousHolderCrashed)
+            let (engine, report) = try lock.withExclusive {
+                let alone = lock.isAlone
+                let crashed = lock.markOpen(alone: alone)
+                let saved = try Self.defaultLimits(in: files, io: io)
+                let limits = Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,
+                                    maxEntries: configuration.maxEntries ?? saved.maxEntries)
+                return try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
+                                            lock: lock, alone: alone, previousHolderCrashed: crashed)
+            }
             self.state = Locked(engine)
             self.openReport = report
             self.pipeline = engine.pipeline
         } catch {
-            lock.release()
+            lock.close()
             throw error
         }
-        self.lock = lock
+        self.directoryLock = lock
         self.directory = directory
         self.defaultExpiry = configuration.defaultExpiry
     }
@@ -111,7 +118,7 @@ public final class BlobCache: Sendable {
     ///
     ///     let size = try cache.entry(forKey: "avatar/42")?.size
     public func entry(forKey key: String) throws -> EntryInfo? {
-        try withEngine { engine in
+        try lookup { engine in
             guard let slot = engine.index.slot(of: key), engine.index.entry(at: slot).expiry > engine.now() else { return nil }
             return engine.info(at: slot)
         }
@@ -149,7 +156,7 @@ public final class BlobCache: Sendable {
     ///
     ///     for key in try cache.keys() { print(key) }
     public func keys() throws -> [String] {
-        try withEngine { engine in
+        try lookup { engine in
             engine.index.journalOrder().map { engine.index.key(at: $0) }
                 .filter { !$0.hasPrefix(CacheEngine.contentAddressedKeyPrefix) }
         }
@@ -159,14 +166,14 @@ public final class BlobCache: Sendable {
     ///
     ///     for entry in try cache.entries() { print(entry.key, entry.size) }
     public func entries() throws -> [EntryInfo] {
-        try withEngine { engine in engine.index.journalOrder().map { engine.info(at: $0) } }
+        try lookup { engine in engine.index.journalOrder().map { engine.info(at: $0) } }
     }
 
     /// Sizes, counts, limits and counters.
     ///
     ///     print(try cache.totals().storedBytes)
     public func totals() throws -> Totals {
-        try withEngine { $0.totals() }
+        try lookup { $0.totals() }
     }
 
     /// Changes the limits of this open cache, evicting at once if they are smaller.
@@ -200,17 +207,19 @@ public final class BlobCache: Sendable {
         try state.withLock { engine in
             guard let open = engine else { return }
             engine = nil
-            var clean = false
-            defer { lock.release(cleanly: clean) }
+            // Closing the file gives up the presence lock: the last open to close is alone.
+            defer { directoryLock.close() }
             // After a failed journal write there is nothing safe to add: reopening replays the
             // journal as it stands.
             guard open.journal.failure == nil else { return }
-            try open.persistRecency()
-            try? open.compactJournalIfRedundant()
-            try open.journal.sync()
-            open.writeSnapshotIfWorthIt()
-            try? open.lifetimeCounters.save(in: open.files, io: open.io)
-            clean = true
+            try open.exclusively {
+                try open.persistRecency()
+                try? open.compactJournalIfRedundant()
+                try open.journal.sync()
+                open.writeSnapshotIfWorthIt()
+                try? open.saveCounters()
+                directoryLock.markClosed(cleanly: true)
+            }
         }
     }
 
@@ -232,7 +241,7 @@ public final class BlobCache: Sendable {
     ///
     ///     let bytes = try cache.bytes(for: id)
     public func bytes(for id: BlobID) throws -> [UInt8]? {
-        guard let ticket = try withEngine({ try $0.beginRead(id: id) }) else { return nil }
+        guard let ticket = try lookup({ try $0.beginRead(id: id) }) else { return nil }
         return try finishRead(ticket)
     }
 
@@ -246,8 +255,20 @@ public final class BlobCache: Sendable {
 
     // MARK: Internals
 
-    /// Runs `body` on the open engine under the lock (for lookups that change nothing).
+    /// Runs `body` on the open engine under the lock and `DIR/lock`'s flock, caught up with
+    /// other processes first (`CacheEngine.exclusively`).
     func withEngine<T>(_ body: (CacheEngine) throws -> T) throws -> T {
+        try withOpenEngine { engine in try engine.exclusively { try body(engine) } }
+    }
+
+    /// Runs `body`, which changes nothing on disk, on the open engine under the lock; without
+    /// the flock when no other process changed anything since the last operation.
+    func lookup<T>(_ body: (CacheEngine) throws -> T) throws -> T {
+        try withOpenEngine { engine in try engine.read { try body(engine) } }
+    }
+
+    /// Runs `body` on the open engine under the lock only (for this open's own settings).
+    func withOpenEngine<T>(_ body: (CacheEngine) throws -> T) throws -> T {
         try state.withLock { engine in
             guard let engine else { throw BlobCacheError.closed }
             if let failure = engine.journal.failure { throw failure }
@@ -256,10 +277,12 @@ public final class BlobCache: Sendable {
     }
 
     /// Runs one engine operation under the lock, through its commit path, then (with the
-    /// lock released) the maintenance it made due. `reader`: the operation is a `get`.
+    /// lock released) the maintenance it made due. `reader`: the operation is a `get`, which
+    /// runs without the flock when the index is current.
     func perform<T>(reader: Bool = false, _ body: (CacheEngine) throws -> T) throws -> T {
-        let (result, due) = try withEngine { engine in
-            (try engine.perform { try body(engine) }, engine.maintenanceDue(reader: reader))
+        let (result, due) = try withOpenEngine { engine in
+            let operation = { (try engine.perform { try body(engine) }, engine.maintenanceDue(reader: reader)) }
+            return try reader ? engine.read(operation) : engine.exclusively(operation)
         }
         if due != nil { maintain(reader: reader) }
         return result
@@ -276,12 +299,14 @@ public final class BlobCache: Sendable {
         } else {
             // Small: hash first, so a duplicate costs no compression at all.
             let id = knownID ?? BlobID(hashing: raw)
-            if try perform({ try $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
+            // Looked up first without the flock: a new value (the common case) takes it once.
+            if try lookup({ $0.index.blob(id) != nil }),
+               try perform({ try $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
                 return id
             }
             prepared = pipeline.prepare(raw, id: id)
         }
-        if let limit = try withEngine({ $0.limits.maxStoredBytes }), prepared.imageCount > limit {
+        if let limit = try withOpenEngine({ $0.limits.maxStoredBytes }), prepared.imageCount > limit {
             throw BlobCacheError.valueTooLarge(storedBytes: prepared.imageCount, limit: limit)
         }
         let staged = prepared.packed ? nil : try pipeline.stage(prepared)

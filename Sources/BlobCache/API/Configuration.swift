@@ -28,8 +28,16 @@ extension BlobCache {
         /// made for the group when the group may read, write and enter it
         /// (`BlobCache.shareWithGroup(_:in:)` changes an existing cache).
         public var shareWithGroup = false
-        /// When another process holds the cache: fail at once (default) or wait for it.
-        public var waitForLock = false
+        /// How long an operation (and the open) waits for `DIR/lock` while another process
+        /// holds it for one of its operations (or a script holds it, `flock DIR/lock cmd`),
+        /// then fails with `inUse` naming the holder. `nil` waits for ever; `.zero` fails at once.
+        public var lockTimeout: Duration? = .seconds(30)
+        /// Whether to wait for the lock for ever (`true`) or fail at once (`false`).
+        @available(*, deprecated, renamed: "lockTimeout")
+        public var waitForLock: Bool {
+            get { lockTimeout != .zero }
+            set { lockTimeout = newValue ? nil : .zero }
+        }
         /// A read journals its access when the journaled one is older than this, so recency
         /// survives a crash to within this interval (a clean close keeps it exactly).
         public var accessJournalInterval: Duration = .seconds(60)
@@ -58,6 +66,9 @@ extension BlobCache {
             }
             guard packSegmentLimit >= 1 << 16, packSegmentLimit <= PackFormat.maxSegmentLimit else {
                 throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be 64 KiB to 16 GiB")
+            }
+            if let lockTimeout, lockTimeout < .zero {
+                throw BlobCacheError.invalidConfiguration(reason: "lockTimeout must not be negative")
             }
             if case .zlib(let level) = codec, !(1...9).contains(level) {
                 throw BlobCacheError.invalidConfiguration(reason: "zlib level must be 1...9, got \(level)")

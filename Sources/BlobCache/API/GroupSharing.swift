@@ -12,8 +12,15 @@ extension BlobCache {
     public static func shareWithGroup(_ shared: Bool, in directory: String) throws {
         let files = CacheFiles(root: FilePath(directory))
         let io = FileIO(PosixFileSystem(), sharedWithGroup: shared)
-        let lock = try DirectoryLock.acquire(files, io: io, wait: false)
-        defer { lock.release(cleanly: true) }
+        let lock = try DirectoryLock.open(files, io: io, timeout: .zero)
+        defer { lock.close() }
+        try lock.withExclusive {
+            guard lock.isAlone else { throw BlobCacheError.inUse(path: directory, pid: nil) }
+            try changePermissions(files, io: io)
+        }
+    }
+
+    private static func changePermissions(_ files: CacheFiles, io: FileIO) throws {
         let scan = try DirectoryScan(files: files, io: io)
         var directories: Set<FilePath> = [files.root, files.objects, files.packs]
         for (_, path) in scan.looseBlobs {

@@ -12,13 +12,16 @@ extension CacheChecker {
     /// records copied out before they go, and a full compaction drops dangling blobs,
     /// temporary files and empty shard directories. All of it runs through the engine's
     /// commit path, so a crash during a repair loses nothing a finished repair would keep.
-    static func repair(_ files: CacheFiles, io: FileIO, findings: [BlobCache.Finding], limits: BlobCache.Limits) throws {
+    static func repair(_ files: CacheFiles, io: FileIO, findings: [BlobCache.Finding], limits: BlobCache.Limits,
+                       lock: DirectoryLock) throws {
         var configuration = BlobCache.Configuration()
         configuration.maxStoredBytes = limits.maxStoredBytes
         configuration.maxEntries = limits.maxEntries
         // The snapshot only speeds up opening: repair replays the whole journal, the authority.
         _ = try io.remove(files.snapshot)
-        let (engine, _) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits)
+        let (engine, _) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
+                                               lock: lock, alone: lock.isAlone)
+        engine.holdsLock = true   // the caller holds the flock for the whole repair
         let damagedSegments = findings.filter { $0.problem == "pack-corrupt" }
             .compactMap { FilePath($0.path).lastComponent.flatMap { PackFormat.segmentNumber(fromFileName: $0.string) } }
         try engine.perform {
@@ -28,6 +31,8 @@ extension CacheChecker {
             try engine.persistRecency()
         }
         try engine.journal.sync()
+        // Other opens catch up at their next operation.
+        if let sequence = engine.sequence { sequence.store((sequence.value | 1) + 1) }
     }
 }
 

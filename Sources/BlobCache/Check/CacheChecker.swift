@@ -20,16 +20,41 @@ extension BlobCache {
             throw BlobCacheError.directoryUnusable(path: files.root.string, reason: "it is not a directory")
         }
         let io = io.matchingAccess(of: files.root)
-        let lock = try DirectoryLock.acquire(files, io: io, wait: options.waitForLock)
-        defer { lock.release() }
+        let lock = try DirectoryLock.open(files, io: io, timeout: options.lockTimeout)
+        defer { lock.close() }
         let limits = try options.limits ?? defaultLimits(in: files, io: io)
-        var report = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast)
-        if options.repair && !report.findings.isEmpty {
-            try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits)
-            report.repaired = true
-            report.errorsLeft = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast).errors
+        guard options.repair else { return try checkBesideWriters(files, io: io, lock: lock, limits: limits, fast: options.fast) }
+        return try lock.withExclusive {
+            var report = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast)
+            if !report.findings.isEmpty {
+                try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits, lock: lock)
+                report.repaired = true
+                report.errorsLeft = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast).errors
+            }
+            return report
         }
-        return report
+    }
+
+    /// A check without repair, beside other processes using the cache: it runs without the
+    /// flock, and when it found anything while another process committed a change (the
+    /// journal or `DIR/sequence` differ before and after), it runs again holding the flock,
+    /// so that nothing a writer was doing meanwhile is reported as a problem.
+    private static func checkBesideWriters(_ files: CacheFiles, io: FileIO, lock: DirectoryLock, limits: Limits,
+                                           fast: Bool) throws -> CheckReport {
+        func stamp() -> [Int64] {
+            let journal = io.status(files.journal)
+            var sequence: [UInt8] = []
+            if let fd = try? io.openIfExists(files.sequence) {
+                sequence = (try? io.read(fd, count: 8, at: 8, path: files.sequence)) ?? []
+                io.close(fd)
+            }
+            return [Int64(journal?.st_ino ?? 0), Int64(journal?.st_size ?? -1)] + sequence.map(Int64.init)
+        }
+        let before = try lock.withExclusive { stamp() }
+        let report = try CacheChecker.run(files, io: io, limits: limits, fast: fast)
+        if report.findings.isEmpty { return report }
+        if try lock.withExclusive({ stamp() }) == before { return report }
+        return try lock.withExclusive { try CacheChecker.run(files, io: io, limits: limits, fast: fast) }
     }
 }
 
@@ -74,7 +99,10 @@ struct CacheChecker {
             error("not-a-regular-file", "-", path,
                   "a symbolic link, a directory or an impossibly large file where the cache keeps a file of its own: never followed or written through; move it away")
         }
-        for path in scan.temporaryFiles { note("stale-temp", "-", path, "temporary file left by a writer") }
+        // A live process's staged file is a set in flight, not a leftover.
+        for path in scan.temporaryFiles where CacheFiles.stagingOwnerIsGone(path.lastComponent?.string ?? "") {
+            note("stale-temp", "-", path, "temporary file left by a writer that is gone")
+        }
         for path in scan.emptyShardDirectories { note("empty-shard", "-", path, "empty shard directory") }
         checkLooseBlobs(scan.looseBlobs, index: index)
         checkPacks(scan.segments, index: index, packs: packs)

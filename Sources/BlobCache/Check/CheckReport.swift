@@ -50,14 +50,21 @@ extension BlobCache {
 
     /// How `check` works.
     public struct CheckOptions: Sendable {
-        /// Fix what is found (needs the single-writer lock, like any writer).
+        /// Fix what is found (holding `DIR/lock`'s flock for the whole run, like `compact`).
         public var repair = false
         /// Skip the MD5 of each blob's content (header, length, checksum and decoding still checked).
         public var fast = false
         /// Limits to check the totals against; `nil` uses the directory's saved defaults.
         public var limits: Limits?
-        /// Wait for the lock instead of failing with `inUse`.
-        public var waitForLock = false
+        /// How long to wait for `DIR/lock` while another process holds it, then fail with
+        /// `inUse`; `nil` waits for ever, `.zero` fails at once.
+        public var lockTimeout: Duration? = .seconds(30)
+        /// Whether to wait for the lock for ever (`true`) or fail at once (`false`).
+        @available(*, deprecated, renamed: "lockTimeout")
+        public var waitForLock: Bool {
+            get { lockTimeout != .zero }
+            set { lockTimeout = newValue ? nil : .zero }
+        }
 
         /// Default options: check everything, repair nothing.
         ///

@@ -1,10 +1,12 @@
 import SystemPackage
 
 extension CacheEngine {
-    /// Opens the cache state in `directory` (which the caller has locked): replays the journal,
-    /// repairs what a crash can leave, drops expired entries and trims to the limits.
-    static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration,
-                     limits: BlobCache.Limits, previousHolderCrashed: Bool = false) throws -> (CacheEngine, BlobCache.OpenReport) {
+    /// Opens the cache state in `directory` (the caller holds `lock`'s flock): replays the
+    /// journal, repairs what a crash can leave, drops expired entries and trims to the limits.
+    /// Only an open that is `alone` (no other open of the directory anywhere) cuts the newest
+    /// segment's tail, which another open could be reading.
+    static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration, limits: BlobCache.Limits,
+                     lock: DirectoryLock, alone: Bool, previousHolderCrashed: Bool = false) throws -> (CacheEngine, BlobCache.OpenReport) {
         let synchronous = configuration.durability == .powerLossSafe
         let store = try BlobStore(files: files, io: io,
                                   segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
@@ -80,7 +82,9 @@ extension CacheEngine {
             files: files, io: io, pipeline: pipeline, store: store,
             journal: try journal ?? JournalFile.fresh(at: journalPath, io: io, created: now, synchronous: synchronous),
             limits: limits, clock: clock,
-            accessInterval: Nanoseconds.from(configuration.accessJournalInterval))
+            accessInterval: Nanoseconds.from(configuration.accessJournalInterval), lock: lock)
+        engine.holdsLock = true
+        defer { engine.holdsLock = false }
         engine.index = index
         engine.snapshotCoverage = snapshotCoverage
         engine.snapshotThreshold = configuration.snapshotThreshold
@@ -88,12 +92,18 @@ extension CacheEngine {
             try engine.compactJournal()
         }
         if previousHolderCrashed || report.recovery != .none { try engine.sweepStaleTemporaries() }
-        try engine.trimNewestSegment()
+        try engine.trimNewestSegment(alone: alone)
         let evictionsBefore = engine.counters.evictions
         report.expiredAtOpen = try engine.perform { engine.removeExpired() }
         report.evictedAtOpen = engine.counters.evictions - evictionsBefore
         engine.counters = BlobCache.Counters()
         engine.savedCounters = .saved(in: files, io: io)
+        // Whatever open changed, every other open catches up at its next operation.
+        engine.sequence = ChangeSequence.open(files.sequence, io: io)
+        if let sequence = engine.sequence {
+            engine.appliedSequence = (sequence.value | 1) + 1
+            sequence.store(engine.appliedSequence)
+        }
         return (engine, report)
     }
 
@@ -111,8 +121,10 @@ extension CacheEngine {
     /// Cuts the newest segment back to the end of its last live record, dropping a torn or
     /// unreferenced tail, so that appends continue from a record boundary. Entries whose record
     /// the journal places past the file's end (lost in a power cut, or a damaged length) are
-    /// dropped first: the segment is never extended to meet them.
-    func trimNewestSegment() throws {
+    /// dropped first: the segment is never extended to meet them. Not `alone`, nothing is cut
+    /// (another open may be reading the tail's records, which its index still names): appends
+    /// go after the tail, which becomes dead bytes for pack collection.
+    func trimNewestSegment(alone: Bool) throws {
         guard let newest = store.activeSegmentNumber else { return }
         let fileEnd = store.activeEnd
         var end = Int64(PackFormat.segmentHeaderSize)
@@ -125,6 +137,7 @@ extension CacheEngine {
         if !lost.isEmpty {
             for slot in index.liveSlots where lost.contains(index.blob(ofEntry: slot).id) { remove(slot: slot, reason: .repair) }
         }
+        guard alone else { return }
         if end == Int64(PackFormat.segmentHeaderSize), try !store.hasValidHeader(newest) {
             try store.deleteSegment(newest)   // a crash while it was being started: it holds nothing
         } else {
@@ -159,7 +172,7 @@ extension CacheEngine {
         }
         // Only what bears the cache's own names goes: files it does not know are someone
         // else's (fsck reports them as unknown-file).
-        for path in scan.temporaryFiles where try !io.isDirectory(path) {
+        for path in scan.temporaryFiles where try !io.isDirectory(path) && CacheFiles.stagingOwnerIsGone(path.lastComponent?.string ?? "") {
             try io.remove(path)
             removed += 1
         }

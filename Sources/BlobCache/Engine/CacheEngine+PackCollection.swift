@@ -111,6 +111,8 @@ extension CacheEngine {
     /// segment (one run copies at most one segment's worth; the next operation starts another
     /// if more is due). `nil` when no segment qualifies. Runs under the lock.
     func planPackCollection(minimumDeadFraction: Double, downTo target: Int) throws -> PackCollection? {
+        // Other processes may have collected or grown segments: plan from the files as they are.
+        try store.rescan()
         var victims = pickVictims(minimumDeadFraction: minimumDeadFraction, downTo: target,
                                   room: Int(store.segmentLimit) - PackFormat.segmentHeaderSize,
                                   sources: BlobStore.openSegmentLimit / 2)

@@ -27,6 +27,18 @@ final class CacheEngine: @unchecked Sendable {
     var snapshotThreshold: Int64 = 64 * 1024
     var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
+    /// `DIR/lock`, whose flock every operation that writes holds (`exclusively`).
+    let lock: DirectoryLock
+    /// `DIR/sequence`, when it could be mapped (else every operation takes the flock).
+    var sequence: ChangeSequence?
+    /// The sequence at which the index was last brought up to date (even).
+    var appliedSequence: UInt64 = 0
+    /// Accesses that reads without the flock made due for the journal, by key: written by the
+    /// next operation that holds it (`writePendingAccesses`).
+    var pendingAccesses: [String: Int64] = [:]
+    /// Whether the running operation holds the flock (a read on a current index does not).
+    var holdsLock = false
+
     /// Maintenance runs that failed after their operation had committed (kept for tests; the
     /// operation itself succeeded).
     var maintenanceFailures = 0
@@ -50,7 +62,8 @@ final class CacheEngine: @unchecked Sendable {
     }
 
     init(files: CacheFiles, io: FileIO, pipeline: BlobPipeline, store: BlobStore, journal: JournalFile,
-         limits: BlobCache.Limits, clock: any CacheClock, accessInterval: Int64) {
+         limits: BlobCache.Limits, clock: any CacheClock, accessInterval: Int64, lock: DirectoryLock) {
+        self.lock = lock
         self.files = files
         self.io = io
         self.pipeline = pipeline
@@ -70,6 +83,9 @@ final class CacheEngine: @unchecked Sendable {
     /// commits what the body already changed. Pack GC and journal compaction are not part of
     /// it: the facade runs them after the operation, mostly outside the lock (`maintenanceDue`).
     func perform<T>(_ body: () throws -> T) throws -> T {
+        // Without the flock nothing may be written: a cap lowered by another open's limits
+        // would evict, so such an operation runs again holding it.
+        if !holdsLock && isOverLimits { throw NeedsLock() }
         let outcome = Result { try body() }
         evictToLimits()
         // Nothing written, nothing to delete (most reads): nothing to commit.
@@ -223,6 +239,7 @@ final class CacheEngine: @unchecked Sendable {
         let entry = index.entry(at: slot)
         let time = now()
         if entry.expiry <= time {
+            guard holdsLock else { throw NeedsLock() }
             remove(slot: slot, reason: .expired)
             counters.misses += 1
             return nil
@@ -233,7 +250,10 @@ final class CacheEngine: @unchecked Sendable {
         let (elapsed, overflow) = time.subtractingReportingOverflow(entry.journaledAccess)
         let journaled = overflow || elapsed >= accessInterval
         index.touch(slot: slot, at: time, journaled: journaled)
-        if journaled { journal.append(.access(key: key, time: time)) }
+        if journaled {
+            // Without the flock the record waits for the next operation that holds it.
+            if holdsLock { journal.append(.access(key: key, time: time)) } else { pendingAccesses[key] = time }
+        }
         counters.hits += 1
         return ReadTicket(info: info, location: location)
     }

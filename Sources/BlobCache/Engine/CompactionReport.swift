@@ -34,6 +34,7 @@ extension CacheEngine {
     /// waits for the records (fsynced) that make it safe. Run inside `perform`.
     func compact(recompressingTo codec: Codec?) throws -> BlobCache.CompactionReport {
         var report = BlobCache.CompactionReport()
+        try store.rescan()   // segments other processes started or collected
         report.journalBytesBefore = Int(journal.size)
         report.journalRecordsBefore = journal.recordCount
         report.expiredEntries = removeExpired()
@@ -46,8 +47,8 @@ extension CacheEngine {
             report.blobBytesReclaimed.addSaturating(Int(io.status(path)?.st_size ?? 0))
             if try io.remove(path) { report.danglingBlobsDeleted += 1 }
         }
-        // Staged files of this process may belong to sets in flight on other threads.
-        for path in scan.temporaryFiles where !files.isOwnStagingName(path.lastComponent?.string ?? "") {
+        // Staged files of a live process (this one included) may belong to sets in flight.
+        for path in scan.temporaryFiles where CacheFiles.stagingOwnerIsGone(path.lastComponent?.string ?? "") {
             report.blobBytesReclaimed.addSaturating(Int(io.status(path)?.st_size ?? 0))
             if try io.remove(path) { report.temporaryFilesDeleted += 1 }
         }
@@ -74,12 +75,12 @@ extension CacheEngine {
         return report
     }
 
-    /// Deletes the staged files other processes left in `packs/` and the shard directories (a
-    /// writer that crashed between staging and publishing), by name alone: no file is read or
-    /// stat'ed. Open runs it when the last holder of the lock did not close cleanly or the journal
-    /// shows a crash; compact and fsck --repair always sweep.
+    /// Deletes the staged files that processes now gone left in `packs/` and the shard
+    /// directories (a writer that crashed between staging and publishing), by name alone: no
+    /// file is read or stat'ed. Open runs it when the last open did not close cleanly or the
+    /// journal shows a crash; compact and fsck --repair always sweep.
     func sweepStaleTemporaries() throws {
-        for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && !files.isOwnStagingName(name) {
+        for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && CacheFiles.stagingOwnerIsGone(name) {
             _ = try? io.remove(files.packs.appending(name))
         }
         for shard in try io.listDirectory(files.objects) where CacheFiles.isShardName(shard) {
@@ -87,7 +88,7 @@ extension CacheEngine {
             for leaf in (try? io.listDirectory(shardPath)) ?? [] where CacheFiles.isShardName(leaf) {
                 let leafPath = shardPath.appending(leaf)
                 for name in (try? io.listDirectory(leafPath)) ?? []
-                    where CacheFiles.isStagingName(name) && !files.isOwnStagingName(name) {
+                    where CacheFiles.isStagingName(name) && CacheFiles.stagingOwnerIsGone(name) {
                     _ = try? io.remove(leafPath.appending(name))
                 }
             }

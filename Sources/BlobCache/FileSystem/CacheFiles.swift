@@ -16,8 +16,10 @@ struct CacheFiles: Sendable {
     let journal: FilePath
     /// The index snapshot, `DIR/index`.
     let snapshot: FilePath
-    /// The single-writer lock, `DIR/lock`.
+    /// The operation lock, `DIR/lock` (`DirectoryLock`).
     let lock: FilePath
+    /// The change sequence every open maps, `DIR/sequence` (`ChangeSequence`).
+    let sequence: FilePath
     /// Counters saved by clean closes, `DIR/stats`.
     let stats: FilePath
     /// Default limits, `DIR/config`.
@@ -26,7 +28,7 @@ struct CacheFiles: Sendable {
     let tag: FilePath
 
     /// The regular files the cache keeps at the top of DIR (never followed if they are links).
-    var ownFiles: [FilePath] { [journal, snapshot, lock, stats, config, tag] }
+    var ownFiles: [FilePath] { [journal, snapshot, lock, sequence, stats, config, tag] }
     /// Loose blobs, `DIR/objects/<a>/<b>/<id>`.
     let objects: FilePath
     /// Pack segments, `DIR/packs/NNNNNN.pack`.
@@ -43,6 +45,7 @@ struct CacheFiles: Sendable {
         journal = root.appending("journal")
         snapshot = root.appending("index")
         lock = root.appending("lock")
+        sequence = root.appending("sequence")
         stats = root.appending("stats")
         config = root.appending("config")
         tag = root.appending("CACHEDIR.TAG")
@@ -93,8 +96,14 @@ struct CacheFiles: Sendable {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
     }
 
-    /// Whether a staging name was made by this open (whose sets in flight may still own it).
-    func isOwnStagingName(_ name: String) -> Bool { name.hasPrefix(ownStagingPrefix) }
+    /// Whether the process that made a staged file (the pid in its name) is gone, so that
+    /// nothing will publish it any more: only such files are swept or reported. Files of a
+    /// live process, this one included, may be a set in flight in another open.
+    static func stagingOwnerIsGone(_ name: String) -> Bool {
+        let parts = name.utf8.dropFirst(stagingPrefix.utf8.count).split(separator: UInt8(ascii: "."))
+        guard let first = parts.first, let pid = Int32(String(decoding: first, as: UTF8.self)), pid > 0 else { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
 
     private static let stagingPrefix = "tmp."
 }

@@ -5,47 +5,154 @@ import Glibc
 import Musl
 #endif
 
-/// The single-writer lock: `flock(2)` on `DIR/lock`, which holds the owner's pid as text while
-/// it is held and is emptied by a clean close. Shell scripts can coordinate with it by
-/// `flock DIR/lock …`.
-struct DirectoryLock: Sendable {
+/// `DIR/lock` and the two locks every open cache takes on it (docs/ARCHITECTURE.md, "Many
+/// processes"):
+/// - `flock(LOCK_EX)` for one operation at a time (`hold`/`release`), so a script's
+///   `flock DIR/lock cmd` waits for every writer and every writer waits for it;
+/// - a shared open-file-description lock on byte 0 for the whole life of the open cache, so
+///   that an open can tell whether it is alone (`isAlone`): only then may it cut the newest
+///   segment's tail or sweep temporary files, which another process could still be using.
+///
+/// The file holds the pid of the last process that opened the cache, as text, and is emptied
+/// by the last one to close cleanly: an open that finds itself alone and the file not empty
+/// knows that a process crashed (`lastCloseWasUnclean`).
+///
+///     let lock = try DirectoryLock.open(files, io: io, timeout: .seconds(30))
+///     try lock.withExclusive { /* one operation */ }
+final class DirectoryLock: @unchecked Sendable {
     let descriptor: FileDescriptor
     let path: FilePath
     let io: FileIO
-    /// Whether the file still held a pid when the lock was taken: the last holder did not
-    /// close cleanly (it crashed), so it may have left staged files behind.
-    let previousHolderCrashed: Bool
+    let root: FilePath
+    /// How long `hold` waits for another process; `nil` waits for ever.
+    let timeout: Duration?
+    /// How many threads of this open hold the flock (it belongs to the open file description,
+    /// so one `flock` serves them all; the last `release` unlocks), and whether `close` ran.
+    private let holders = Locked((count: 0, closed: false))
 
-    /// Takes the lock, failing with `inUse` (naming the holder's pid when known) unless `wait`.
-    /// A directory that is not a cache's is refused first, before the lock file is made in it
-    /// (`CacheDirectory.claim`); a cache without `CACHEDIR.TAG` gets one once the lock is held.
-    static func acquire(_ files: CacheFiles, io: FileIO, wait: Bool) throws -> DirectoryLock {
-        try CacheDirectory.claim(files, io: io)
-        let path = files.lock
-        let fd = try io.open(path, .readWrite, options: [.create], permissions: io.filePermissions)
-        do {
-            try io.system.lockExclusively(fd, wait: wait)
-        } catch {
-            let holder = (try? io.read(fd, count: 32, at: 0, path: path))
-                .flatMap { Int32(String(decoding: $0, as: UTF8.self).trimmingWhitespace()) }
-            io.close(fd)
-            if error == .wouldBlock { throw BlobCacheError.inUse(path: files.root.string, pid: holder) }
-            throw BlobCacheError.io(operation: "flock", path: path.string, errno: error)
-        }
-        CacheDirectory.tagIfNeeded(files, io: io)
-        let previous = (try? io.read(fd, count: 32, at: 0, path: path)) ?? []
-        let pid = Array("\(getpid())\n".utf8)
-        try? io.truncate(fd, to: 0, path: path)
-        try? pid.withUnsafeBytes { try io.writeAll(fd, $0, at: 0, path: path) }
-        return DirectoryLock(descriptor: fd, path: path, io: io,
-                             previousHolderCrashed: previous.contains { !Character(UnicodeScalar($0)).isWhitespace })
+    private init(descriptor: FileDescriptor, path: FilePath, io: FileIO, root: FilePath, timeout: Duration?) {
+        self.descriptor = descriptor
+        self.path = path
+        self.io = io
+        self.root = root
+        self.timeout = timeout
     }
 
-    /// Releases the lock (closing the descriptor releases the flock). `cleanly` empties the
-    /// file first, telling the next holder that nothing was left half done.
-    func release(cleanly: Bool = false) {
-        if cleanly { try? io.truncate(descriptor, to: 0, path: path) }
-        io.close(descriptor)
+    /// Opens `DIR/lock` and joins the cache's open instances (the shared presence lock). A
+    /// directory that is not a cache's is refused first, before the lock file is made in it
+    /// (`CacheDirectory.claim`).
+    static func open(_ files: CacheFiles, io: FileIO, timeout: Duration?) throws -> DirectoryLock {
+        try CacheDirectory.claim(files, io: io)
+        let fd = try io.open(files.lock, .readWrite, options: [.create, .noFollow], permissions: io.filePermissions)
+        let lock = DirectoryLock(descriptor: fd, path: files.lock, io: io, root: files.root, timeout: timeout)
+        // Without open-file-description locks (not Linux) an open never counts as alone.
+        try? io.system.lockPresence(fd, exclusive: false)
+        return lock
+    }
+
+    deinit { close() }
+
+    /// Closes the file, which gives up both locks (idempotent).
+    func close() {
+        holders.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            io.close(descriptor)
+        }
+    }
+
+    // MARK: The operation lock
+
+    /// Takes the exclusive flock for this open (at once when another thread of it holds it),
+    /// waiting up to `timeout` for other processes; then `inUse` naming the holder's pid.
+    func hold() throws {
+        try holders.withLock { state in
+            if state.closed { throw BlobCacheError.closed }
+            if state.count == 0 { try acquire() }
+            state.count += 1
+        }
+    }
+
+    /// Gives back one `hold`; the last one unlocks.
+    func release() {
+        holders.withLock { state in
+            state.count -= 1
+            if state.count == 0 && !state.closed { io.system.unlock(descriptor) }
+        }
+    }
+
+    /// Runs `body` holding the exclusive flock.
+    func withExclusive<T>(_ body: () throws -> T) throws -> T {
+        try hold()
+        defer { release() }
+        return try body()
+    }
+
+    private func acquire() throws {
+        guard let timeout else { return try lock(wait: true) }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var pause = Duration.microseconds(20)
+        for attempt in 0... {
+            do { return try lock(wait: false) } catch BlobCacheError.inUse {}
+            guard clock.now < deadline else { break }
+            // Yield a few times first: most holds last microseconds (one operation).
+            if attempt < 4 { sched_yield(); continue }
+            let rest = deadline - clock.now
+            var wait = timespec(tv_sec: 0, tv_nsec: Int(min(pause, rest).components.attoseconds / 1_000_000_000))
+            nanosleep(&wait, nil)
+            pause = min(pause * 2, .milliseconds(2))
+        }
+        throw BlobCacheError.inUse(path: root.string, pid: holderPid())
+    }
+
+    private func lock(wait: Bool) throws {
+        do { try io.system.lockExclusively(descriptor, wait: wait) } catch {
+            if error == .wouldBlock { throw BlobCacheError.inUse(path: root.string, pid: nil) }
+            throw BlobCacheError.io(operation: "flock", path: path.string, errno: error)
+        }
+    }
+
+    /// The pid holding the flock: from `/proc/locks` (whoever took it, `flock(1)` included),
+    /// else the pid the file holds.
+    func holderPid() -> Int32? {
+        if let info = try? io.system.status(descriptor), let text = try? FileIO.posix.readWholeFile("/proc/locks", atMost: 1 << 22) {
+            let inode = ":\(info.st_ino) "
+            for line in String(decoding: text, as: UTF8.self).split(separator: "\n")
+            where line.contains(" FLOCK ") && line.contains(" WRITE ") && (line + " ").contains(inode) {
+                let fields = line.split(separator: " ")
+                if let index = fields.firstIndex(of: "WRITE"), index + 1 < fields.count, let pid = Int32(fields[index + 1]) { return pid }
+            }
+        }
+        return (try? io.read(descriptor, count: 32, at: 0, path: path))
+            .flatMap { Int32(String(decoding: $0, as: UTF8.self).trimmingWhitespace()) }
+    }
+
+    // MARK: Presence
+
+    /// Whether no other open cache (in any process, this one included) has the directory open.
+    /// Call with the flock held, so that no open joins meanwhile.
+    var isAlone: Bool {
+        guard (try? io.system.lockPresence(descriptor, exclusive: true)) != nil else { return false }
+        try? io.system.lockPresence(descriptor, exclusive: false)
+        return true
+    }
+
+    /// Records this process as an opener (its pid in the file); returns whether the file held
+    /// one already while this open is alone: a process crashed with the cache open. Call with
+    /// the flock held.
+    func markOpen(alone: Bool) -> Bool {
+        let previous = (try? io.read(descriptor, count: 32, at: 0, path: path)) ?? []
+        let pid = Array("\(getpid())\n".utf8)
+        try? io.truncate(descriptor, to: 0, path: path)
+        try? pid.withUnsafeBytes { try io.writeAll(descriptor, $0, at: 0, path: path) }
+        return alone && previous.contains { !Character(UnicodeScalar($0)).isWhitespace }
+    }
+
+    /// Empties the file when this is the last open and it closed `cleanly`, telling the next
+    /// open that nothing was left half done. Call with the flock held.
+    func markClosed(cleanly: Bool) {
+        if cleanly && isAlone { try? io.truncate(descriptor, to: 0, path: path) }
     }
 }
 

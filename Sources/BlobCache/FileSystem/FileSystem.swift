@@ -37,9 +37,18 @@ protocol FileSystem: Sendable {
     func status(_ fd: FileDescriptor) throws(Errno) -> stat
     /// `mmap` of `length` bytes from offset 0, read-only; `shared` sees later writes to the file.
     func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool) throws(Errno) -> UnsafeMutableRawPointer
+    /// `mmap` of `length` bytes from offset 0, shared and writable (the change sequence every
+    /// process of a cache maps, `ChangeSequence`).
+    func mapWritable(_ fd: FileDescriptor, length: Int) throws(Errno) -> UnsafeMutableRawPointer
     func unmap(_ address: UnsafeMutableRawPointer, length: Int)
     /// `flock(LOCK_EX)`, failing with `EWOULDBLOCK` at once unless `wait`.
     func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno)
+    /// `flock(LOCK_UN)`. Not a fault point: releasing changes nothing on disk.
+    func unlock(_ fd: FileDescriptor)
+    /// An open-file-description lock (`F_OFD_SETLK`) on the file's first byte, shared or
+    /// exclusive, failing with `EAGAIN` at once when it conflicts; independent of `flock`.
+    /// Every open cache holds it shared; taking it exclusively tells an open that it is alone.
+    func lockPresence(_ fd: FileDescriptor, exclusive: Bool) throws(Errno)
     /// `fchmod`: sets an open file's or directory's mode bits (whatever the umask took away).
     func setPermissions(_ fd: FileDescriptor, _ permissions: FilePermissions) throws(Errno)
 }

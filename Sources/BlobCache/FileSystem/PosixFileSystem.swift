@@ -78,7 +78,36 @@ struct PosixFileSystem: FileSystem {
         return base
     }
 
+    func mapWritable(_ fd: FileDescriptor, length: Int) throws(Errno) -> UnsafeMutableRawPointer {
+        guard let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd.rawValue, 0), base != MAP_FAILED else {
+            throw Errno.last
+        }
+        return base
+    }
+
     func unmap(_ address: UnsafeMutableRawPointer, length: Int) { munmap(address, length) }
+
+    func unlock(_ fd: FileDescriptor) { _ = flock(fd.rawValue, LOCK_UN) }
+
+    func lockPresence(_ fd: FileDescriptor, exclusive: Bool) throws(Errno) {
+        #if os(Linux)
+        var range = flock()
+        range.l_type = Int16(exclusive ? F_WRLCK : F_RDLCK)
+        range.l_whence = Int16(SEEK_SET)
+        range.l_start = 0
+        range.l_len = 1
+        var result: Int32
+        repeat {
+            result = fcntl(fd.rawValue, Self.setOpenFileDescriptionLock, &range)
+        } while result != 0 && errno == EINTR
+        try check(result)
+        #else
+        throw Errno.notSupported   // never alone: an open leaves others' tails alone
+        #endif
+    }
+
+    /// `F_OFD_SETLK` (Linux 3.15; Glibc spells it only under `_GNU_SOURCE`).
+    private static let setOpenFileDescriptionLock: Int32 = 37
 
     func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno) {
         var result: Int32

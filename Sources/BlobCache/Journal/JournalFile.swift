@@ -54,6 +54,13 @@ final class JournalFile: @unchecked Sendable {
         return journal
     }
 
+    /// Takes in the records other processes appended since this journal's end (the caller
+    /// replayed them): the file now ends at `end`, `count` records later.
+    func adoptAppended(upTo end: Int64, count: Int) {
+        size = end
+        recordCount += count
+    }
+
     /// Whether records wait to be written.
     var hasPending: Bool { !pending.bytes.isEmpty }
 

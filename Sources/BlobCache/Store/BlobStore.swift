@@ -187,12 +187,18 @@ final class BlobStore: @unchecked Sendable {
     }
 
     /// One past the highest number in use; once numbers run out (2^24), the lowest free one
-    /// (open then appends to the highest-numbered segment, whose dead tail it trims).
+    /// (open then appends to the highest-numbered segment, whose dead tail it trims). A number
+    /// whose file exists is skipped: a process that crashed may have started a segment it never
+    /// journaled, which this store does not know (docs/ARCHITECTURE.md, "Many processes").
     private var nextSegmentNumber: UInt32 {
-        let next = max(segmentSizes.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1
+        func taken(_ number: UInt32) -> Bool {
+            segmentSizes[number] != nil || reservedNumbers.contains(number) || io.status(files.segmentPath(number)) != nil
+        }
+        var next = max(segmentSizes.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1
+        while next <= PackFormat.maxSegmentNumber, taken(next) { next += 1 }
         if next <= PackFormat.maxSegmentNumber { return next }
         var number: UInt32 = 1
-        while segmentSizes[number] != nil || reservedNumbers.contains(number) { number += 1 }
+        while taken(number) { number += 1 }
         return number
     }
 
@@ -263,6 +269,69 @@ final class BlobStore: @unchecked Sendable {
             try io.syncDirectory(files.packs)
             packsDirectoryUnsynced = false
         }
+    }
+
+    // MARK: Other processes' changes
+
+    /// Takes note of a record another process wrote (replayed from the journal): its segment
+    /// exists and holds at least `end` bytes.
+    func learn(segment number: UInt32, end: Int64) {
+        reservedNumbers.remove(number)
+        segmentSizes[number] = max(segmentSizes[number] ?? Int64(PackFormat.segmentHeaderSize), end)
+    }
+
+    /// Makes the newest segment this store knows the one appended to, at its file's end: other
+    /// processes may have appended to it (a process that died mid-append leaves dead bytes,
+    /// which appends go after) or started a newer one.
+    func refreshActive() throws {
+        guard let newest = segmentSizes.keys.max() else { return }
+        if activeSegment?.number != newest {
+            let path = files.segmentPath(newest)
+            guard let fd = try io.openIfExists(path, .readWrite) else {
+                forget(newest)
+                return try refreshActive()
+            }
+            if let previous = activeSegment { openSegments.keep(previous) }
+            openSegments.close(newest)
+            activeSegment = PackSegment(number: newest, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
+        }
+        guard let active = activeSegment else { return }
+        activeEnd = max(try io.fileSize(active.descriptor, path: active.path), Int64(PackFormat.segmentHeaderSize))
+        segmentSizes[newest] = activeEnd
+    }
+
+    /// Lists `packs/` again: segments other processes started or deleted, and every size. Run
+    /// before planning a collection, which must not count bytes that are gone.
+    func rescan() throws {
+        var found: [UInt32: Int64] = [:]
+        for name in try io.listDirectory(files.packs) {
+            guard let number = PackFormat.segmentNumber(fromFileName: name),
+                  let size = try io.regularFileSize(files.segmentPath(number)), size <= PackFormat.maxSegmentSize else { continue }
+            found[number] = size
+        }
+        for number in segmentSizes.keys where found[number] == nil {
+            openSegments.close(number)
+            unsyncedSegments.remove(number)
+            forget(number)
+        }
+        for (number, size) in found {
+            segmentSizes[number] = size
+            reservedNumbers.remove(number)
+        }
+        if let active = activeSegment, segmentSizes[active.number] == nil {
+            activeSegment = nil
+            activeEnd = 0
+        }
+        try refreshActive()
+    }
+
+    /// Closes segment `number` if this store has it open for reading (readers holding it keep
+    /// it until they finish): another process collected it, and an open descriptor would keep
+    /// its disk space.
+    func closeIfRetired(_ number: UInt32) {
+        guard activeSegment?.number != number else { return }
+        openSegments.close(number)
+        if io.status(files.segmentPath(number)) == nil { forget(number) }
     }
 
     // MARK: Deleting (only from the engine's deferred list, after the journal allows it)

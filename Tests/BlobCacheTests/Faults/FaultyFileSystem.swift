@@ -229,7 +229,19 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         return try real.map(fd, length: length, shared: shared, populate: populate)
     }
 
+    func mapWritable(_ fd: FileDescriptor, length: Int) throws(Errno) -> UnsafeMutableRawPointer {
+        try enter(.map, path(of: fd))
+        return try real.mapWritable(fd, length: length)
+    }
+
     func unmap(_ address: UnsafeMutableRawPointer, length: Int) { real.unmap(address, length: length) }
+
+    func unlock(_ fd: FileDescriptor) { real.unlock(fd) }
+
+    func lockPresence(_ fd: FileDescriptor, exclusive: Bool) throws(Errno) {
+        try enter(.lock, path(of: fd))
+        try real.lockPresence(fd, exclusive: exclusive)
+    }
 
     func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno) {
         try enter(.lock, path(of: fd))

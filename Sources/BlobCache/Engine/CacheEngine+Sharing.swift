@@ -1,0 +1,181 @@
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Many opens of one directory (docs/ARCHITECTURE.md, "Many processes"): every operation that
+/// writes holds `DIR/lock`'s flock and first catches up with what other opens committed; a
+/// read on an index that is current (`DIR/sequence` unchanged) takes no lock at all.
+extension CacheEngine {
+    /// Thrown inside an operation run without the flock when it finds it must write (an
+    /// expired entry to remove, limits to enforce): the operation runs again under the flock.
+    struct NeedsLock: Error {}
+
+    /// Accesses a read without the flock keeps for the journal before it takes the flock to
+    /// write them (`writePendingAccesses`).
+    static let accessBatchLimit = 256
+
+    /// Whether no other open committed anything since this one last caught up: one atomic load.
+    var isCurrent: Bool { sequence.map { $0.value == appliedSequence } ?? false }
+
+    /// Runs `body` (which must not write, or throws `NeedsLock` before it does) without the
+    /// flock when the index is current, else under it.
+    func read<T>(_ body: () throws -> T) throws -> T {
+        if !holdsLock, isCurrent, pendingAccesses.count < Self.accessBatchLimit {
+            do { return try body() } catch is NeedsLock {}
+        }
+        return try exclusively(body)
+    }
+
+    /// Runs `body` holding the flock, caught up with other opens first. The sequence is odd
+    /// while it runs (a read elsewhere then takes the flock and waits) and ends 2 higher when
+    /// the journal changed, so every other open catches up at its next operation. Pending
+    /// records are written before the flock goes: none may outlive it (another open appends next).
+    func exclusively<T>(_ body: () throws -> T) throws -> T {
+        if holdsLock { return try body() }
+        try lock.hold()
+        holdsLock = true
+        defer {
+            holdsLock = false
+            lock.release()
+        }
+        try catchUp()
+        let before = (file: ObjectIdentifier(journal.file), size: journal.size)
+        sequence?.store(appliedSequence + 1)
+        defer {
+            let changed = ObjectIdentifier(journal.file) != before.file || journal.size != before.size
+            if changed { appliedSequence += 2 }
+            sequence?.store(appliedSequence)
+        }
+        try writePendingAccesses()
+        let result = Result { try body() }
+        if journal.hasPending && journal.failure == nil { try journal.flush() }
+        return try result.get()
+    }
+
+    /// Brings the index up to date with the journal, when another open changed it: replays the
+    /// records appended since this open's end, or reloads a journal another open rewrote.
+    /// Called holding the flock.
+    func catchUp() throws {
+        let value = sequence?.value
+        if let value, value == appliedSequence { return }
+        let status: stat
+        do throws(Errno) { status = try io.system.status(journal.descriptor) } catch {
+            throw BlobCacheError.io(operation: "fstat", path: journal.path.string, errno: error)
+        }
+        if status.st_nlink == 0 || Int64(status.st_size) < journal.size {
+            try reload()
+        } else if Int64(status.st_size) > journal.size {
+            try replayAppended(upTo: Int64(status.st_size))
+        }
+        try store.refreshActive()
+        if let value {
+            // Odd: a writer died inside an operation; what it left is taken in now.
+            let even = (value + 1) & ~1
+            if even != value { sequence?.store(even) }
+            appliedSequence = even
+        }
+    }
+
+    /// Replays the records other opens appended, from this journal's end to `end`. A torn or
+    /// damaged tail (a writer that died mid-write: no live writer is inside, the flock is
+    /// held) is cut, as an open cuts it.
+    private func replayAppended(upTo end: Int64) throws {
+        let start = journal.size
+        var reached: [UInt32: Int64] = [:]
+        var relocatedFrom: Set<UInt32> = []
+        func note(_ info: BlobInfo) {
+            if case .packed(let number, let offset) = info.place {
+                reached[number] = max(reached[number] ?? 0, Int64(offset) + Int64(info.footprint))
+            }
+        }
+        let walk = try MappedFile.withContents(of: journal.descriptor, from: start, size: end, path: journal.path, io: io) { records in
+            JournalReader.walk(records: records, at: Int(start), salt: journal.header.salt) { record, _ in
+                switch record {
+                case .set(let entry): note(entry.blob)
+                case .relocate(let blob):
+                    if case .packed(let number, _)? = index.blob(blob.id)?.info.place { relocatedFrom.insert(number) }
+                    note(blob)
+                default: break
+                }
+                return index.apply(record)
+            }
+        }
+        var validEnd = end
+        switch walk.end {
+        case .clean: break
+        case .tornTail(let offset), .corrupt(let offset, _):
+            validEnd = Int64(offset)
+            try io.truncate(journal.descriptor, to: validEnd, path: journal.path)
+        }
+        journal.adoptAppended(upTo: validEnd, count: walk.records)
+        for (number, recordEnd) in reached { store.learn(segment: number, end: recordEnd) }
+        for number in relocatedFrom where index.liveBytes(inSegment: number) == 0 { store.closeIfRetired(number) }
+    }
+
+    /// Loads the journal another open put in place of this one (a rewrite): from the snapshot
+    /// when it matches, plus the records after it.
+    private func reload() throws {
+        let path = files.journal
+        guard let fd = try io.openIfExists(path, .readWrite) else {
+            throw BlobCacheError.needsReopen(path: files.root.string, reason: "the journal was removed by another process")
+        }
+        var keep = false
+        defer { if !keep { io.close(fd) } }
+        let image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: path)
+        guard case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else {
+            throw BlobCacheError.needsReopen(path: files.root.string, reason: "another process left the journal's header damaged")
+        }
+        let fileSize = try io.fileSize(fd, path: path)
+        var fresh = CacheIndex()
+        var start = Int64(JournalFormat.headerSize), prior = 0
+        snapshotCoverage = nil
+        if let snapshot = try Self.restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize) {
+            fresh = snapshot.index
+            start = snapshot.header.journalLength
+            prior = snapshot.header.journalRecords
+            snapshotCoverage = start
+        }
+        let walk = try MappedFile.withContents(of: fd, from: start, size: fileSize, path: path, io: io) { records in
+            JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in fresh.apply(record) }
+        }
+        var size = fileSize
+        switch walk.end {
+        case .clean: break
+        case .tornTail(let offset), .corrupt(let offset, _):
+            size = Int64(offset)
+            try io.truncate(fd, to: size, path: path)
+        }
+        keep = true
+        journal = JournalFile(path: path, io: io, descriptor: fd, header: header, size: size,
+                              recordCount: prior + walk.records, synchronous: journal.synchronous)
+        index = fresh
+        try store.rescan()
+        index.forEachBlob { blob in
+            if case .packed(let number, let offset) = blob.info.place {
+                store.learn(segment: number, end: Int64(offset) + Int64(blob.info.footprint))
+            }
+        }
+    }
+
+    /// Journals the accesses reads without the flock left pending, oldest first, each only
+    /// when no newer access (by another open) is known. Called holding the flock.
+    func writePendingAccesses() throws {
+        guard !pendingAccesses.isEmpty else { return }
+        let accesses = pendingAccesses.sorted { $0.value < $1.value }
+        pendingAccesses.removeAll()
+        for (key, time) in accesses {
+            guard let slot = index.slot(of: key), index.entry(at: slot).access <= time else { continue }
+            index.touch(slot: slot, at: time, journaled: true)
+            journal.append(.access(key: key, time: time))
+        }
+    }
+
+    /// Adds this open's counts to those saved in `DIR/stats` by every open before it (under
+    /// the flock, so that no open's counts are lost).
+    func saveCounters() throws {
+        try (BlobCache.Counters.saved(in: files, io: io) + counters).save(in: files, io: io)
+    }
+}
