@@ -192,18 +192,25 @@ struct CLITests {
         #expect(readFile(file) == [1])
     }
 
-    @Test("every command that opens the cache exits 8 naming the directory while another process holds it")
+    @Test("with --wait 0, every command that opens the cache exits 8 naming the directory while a script holds DIR/lock")
     func inUse() throws {
         let dir = TemporaryDirectory()
         let cli = CLI(directory: dir.path)
         try cli.run(["put", "k"], stdin: Data([1]))
-        let holder = try ChildProcess(arguments: [dir.path, "hold"])
-        #expect(holder.readLine() == "open")
-        defer { holder.closeInput(); holder.wait() }
+        // flock(1) holds the lock until its command reads end of input.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = [dir.appending("lock"), "sh", "-c", "echo held; cat > /dev/null"]
+        let out = Pipe(), input = Pipe()
+        holder.standardOutput = out
+        holder.standardInput = input
+        try holder.run()
+        #expect(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self) == "held\n")
+        defer { try? input.fileHandleForWriting.close(); holder.waitUntilExit() }
         for arguments in [["put", "x"], ["get", "k"], ["rm", "k"], ["ls"], ["stat"], ["expire"], ["evict", "--to", "1k"],
                           ["clear"], ["fsck"], ["compact"], ["import", dir.path], ["export", dir.appending("x")],
                           ["config", "--max-entries", "3"]] {
-            let result = try cli.run(arguments, stdin: Data([1]))
+            let result = try cli.run(["--wait", "0"] + arguments, stdin: Data([1]))
             #expect(result.status == 8, "\(arguments)")
             #expect(result.stderr.contains(dir.path) && result.stderr.contains("in use"), "\(arguments)")
         }

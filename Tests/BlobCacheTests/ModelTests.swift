@@ -63,7 +63,7 @@ struct ModelTests {
             $0.snapshotThreshold = [1: Int64.max, 2: 0, 3: 2048][seed]!
             // Other tests spawn child processes: between fork and exec a child briefly holds
             // a copy of every descriptor, the lock's included. Wait for it rather than fail.
-            $0.waitForLock = true
+            $0.lockTimeout = nil
         }
         var generator = SeededGenerator(seed: seed)
         // A pool of values, so keys often share blobs; pinned entries use the small ones.

@@ -19,6 +19,9 @@
 //              compact() or compact(recompressingTo: .zlib(level: 1)), alternately; repeats
 //     gc       caps the cache at 256 KiB and sets new keys, removing a held one every third
 //              set: eviction and pack garbage collection run on almost every operation
+//     shared, shared-capped
+//              one of several writers on one directory: 400 operations on its own keys and
+//              on 16 shared ones, reads checked (see `Writer.shared`), then "done"
 //
 // Protocol: one line per event, each written with one unbuffered write(2), so the parent reads
 // them live and a line is never torn:
@@ -55,6 +58,12 @@ func expectedValue(_ n: Int) -> [UInt8] {
         bytes[index] = n % 2 == 0 ? UInt8(truncatingIfNeeded: state >> 56) : UInt8(ascii: "a") + UInt8(state >> 60)
     }
     return bytes
+}
+
+/// The value writers in shared mode store under `shared-<n % 16>`: n (8 bytes, big-endian),
+/// then `expectedValue(n)`, so a reader can tell which set stored it and check every byte.
+func sharedValue(_ n: Int) -> [UInt8] {
+    (0..<8).map { UInt8(truncatingIfNeeded: UInt64(n) >> (56 - 8 * $0)) } + expectedValue(n)
 }
 
 /// Writes a line straight to standard output (no buffering: the parent reads it live).
@@ -151,6 +160,62 @@ final class Writer {
         }
     }
 
+    /// One of several writers on one directory (MultiProcessTests): 400 random operations on
+    /// its own keys (set, remove, get and check) and on 16 keys every writer shares
+    /// (`shared-J`, set to `sharedValue(n)` for an n with n % 16 == J, read and checked to be
+    /// such a value), now and then a compact; then "done". A get that returns wrong bytes
+    /// says "error" and exits 1. `capped`: the cache is capped at 512 KiB, so any key may be
+    /// evicted (reads are checked, absence is fine).
+    func shared(capped: Bool) throws {
+        if capped { try cache.setLimits(.init(maxStoredBytes: 512 << 10)) }
+        var own: [String: Int] = [:]
+        for _ in 0..<400 {
+            let roll = generator.next() % 100
+            if roll < 35 || own.isEmpty {
+                let n = nextKey, key = "key-\(n)"
+                nextKey += 1
+                say("do set \(key)")
+                say("ok set \(key) \(try cache.set(expectedValue(n), forKey: key).hex)")
+                own[key] = n
+            } else if roll < 50 {
+                let key = own.keys.sorted()[Int(generator.next() % UInt64(own.count))]
+                say("do rm \(key)")
+                say("ok rm \(key) \(try cache.removeValue(forKey: key) ? 1 : 0)")
+                own[key] = nil
+            } else if roll < 70 {
+                let key = own.keys.sorted()[Int(generator.next() % UInt64(own.count))]
+                let bytes = try cache.bytes(forKey: key)
+                if bytes.map({ $0 != expectedValue(own[key]!) }) ?? !capped {
+                    say("error get \(key) returned \(bytes.map { "\($0.count) wrong bytes" } ?? "nothing")")
+                    exit(1)
+                }
+            } else if roll < 85 {
+                let n = nextKey
+                nextKey += 1
+                let key = "shared-\(n % 16)"
+                say("do sset \(key) \(n)")
+                try cache.set(sharedValue(n), forKey: key)
+                say("ok sset \(key) \(n)")
+            } else if roll < 98 {
+                let key = "shared-\(generator.next() % 16)"
+                if let bytes = try cache.bytes(forKey: key) {
+                    let n = bytes.count >= 8 ? Int(bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) : -1
+                    guard n >= 0, "shared-\(n % 16)" == key, bytes == sharedValue(n) else {
+                        say("error get \(key) returned bytes that no writer set")
+                        exit(1)
+                    }
+                }
+            } else {
+                say("do compact")
+                try cache.compact()
+                say("ok compact")
+            }
+        }
+        try cache.close()
+        say("done")
+        exit(0)
+    }
+
     func loop(_ mode: String) throws {
         switch mode {
         case "set":
@@ -186,6 +251,8 @@ final class Writer {
                 try setNew()
                 if nextKey % 3 == 0 { try removeOne() }
             }
+        case "shared", "shared-capped":
+            try shared(capped: mode == "shared-capped")
         default:
             say("error unknown mode \(mode)")
             exit(2)
@@ -196,7 +263,7 @@ final class Writer {
 let arguments = CommandLine.arguments
 guard arguments.count == 3 && arguments[2] == "hold" || arguments.count == 5,
       arguments.count == 3 || (UInt64(arguments[3]) != nil && Int(arguments[4]) != nil) else {
-    print("usage: blobcache-crash-writer DIR hold | DIR set|remove|clear|evict|compact|gc SEED NEXT")
+    print("usage: blobcache-crash-writer DIR hold | DIR set|remove|clear|evict|compact|gc|shared|shared-capped SEED NEXT")
     exit(2)
 }
 var configuration = BlobCache.Configuration()

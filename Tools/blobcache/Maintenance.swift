@@ -91,6 +91,8 @@ struct Config: ParsableCommand {
     @Option(help: ArgumentHelp("Let the owner's group read and write the cache (on), or only the owner (off).", valueName: "on|off"))
     var shareWithGroup: String?
     @Option(name: .customLong("dir"), help: ArgumentHelp("The cache directory.", valueName: "DIR")) var directory: String?
+    @Option(help: ArgumentHelp("How long to wait while another process holds DIR/lock, then exit 8; 0 fails at once.",
+                               valueName: "SECONDS")) var wait: Double = 30
 
     func validate() throws {
         if let shareWithGroup, !["on", "off"].contains(shareWithGroup) {
@@ -99,7 +101,8 @@ struct Config: ParsableCommand {
     }
 
     func run() throws {
-        let directory = GlobalOptions.parseOrExit(directory.map { ["--dir", $0] } ?? []).resolvedDirectory
+        let global = GlobalOptions.parseOrExit((directory.map { ["--dir", $0] } ?? []) + ["--wait", "\(wait)"])
+        let directory = global.resolvedDirectory
         if let shareWithGroup {
             try Failure.opening { try BlobCache.shareWithGroup(shareWithGroup == "on", in: directory) }
         }
@@ -112,8 +115,10 @@ struct Config: ParsableCommand {
                 }
                 limits.maxEntries = Int(maxEntries)
             }
-            // Holding the lock keeps this from racing a running writer's open.
-            let cache = try Failure.opening { try BlobCache(directory: directory) }
+            // Opened first: a directory that is not a cache's is refused before anything is written.
+            var configuration = BlobCache.Configuration()
+            configuration.lockTimeout = try global.lockTimeout
+            let cache = try Failure.opening { try BlobCache(directory: directory, configuration: configuration) }
             try Failure.running { try BlobCache.saveDefaultLimits(limits, in: directory) }
             try Failure.running { try cache.close() }
         }

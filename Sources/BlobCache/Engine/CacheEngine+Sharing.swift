@@ -14,8 +14,17 @@ extension CacheEngine {
     struct NeedsLock: Error {}
 
     /// Accesses a read without the flock keeps for the journal before it takes the flock to
-    /// write them (`writePendingAccesses`).
+    /// write them (`writePendingAccesses`); it takes it too once the oldest is
+    /// `accessJournalInterval` old, so that recency reaches the journal as often as alone.
     static let accessBatchLimit = 256
+
+    /// Whether the pending accesses are due for the journal.
+    var pendingAccessesDue: Bool {
+        guard !pendingAccesses.isEmpty else { return false }
+        if pendingAccesses.count >= Self.accessBatchLimit { return true }
+        let (elapsed, overflow) = now().subtractingReportingOverflow(pendingSince)
+        return overflow || elapsed >= accessInterval
+    }
 
     /// Whether no other open committed anything since this one last caught up: one atomic load.
     var isCurrent: Bool { sequence.map { $0.value == appliedSequence } ?? false }
@@ -23,7 +32,7 @@ extension CacheEngine {
     /// Runs `body` (which must not write, or throws `NeedsLock` before it does) without the
     /// flock when the index is current, else under it.
     func read<T>(_ body: () throws -> T) throws -> T {
-        if !holdsLock, isCurrent, pendingAccesses.count < Self.accessBatchLimit {
+        if !holdsLock, isCurrent, !pendingAccessesDue {
             do { return try body() } catch is NeedsLock {}
         }
         return try exclusively(body)
@@ -161,14 +170,18 @@ extension CacheEngine {
     }
 
     /// Journals the accesses reads without the flock left pending, oldest first, each only
-    /// when no newer access (by another open) is known. Called holding the flock.
+    /// when no newer access (by another open) is known. The entries stay where the reads put
+    /// them (one whose access a reload lost is used again now). Called holding the flock.
     func writePendingAccesses() throws {
         guard !pendingAccesses.isEmpty else { return }
         let accesses = pendingAccesses.sorted { $0.value < $1.value }
         pendingAccesses.removeAll()
         for (key, time) in accesses {
-            guard let slot = index.slot(of: key), index.entry(at: slot).access <= time else { continue }
-            index.touch(slot: slot, at: time, journaled: true)
+            guard let slot = index.slot(of: key) else { continue }
+            let access = index.entry(at: slot).access
+            if access > time { continue }
+            if access < time { index.touch(slot: slot, at: time, journaled: false) }
+            index.markAccessJournaled(slot: slot, at: time)
             journal.append(.access(key: key, time: time))
         }
     }

@@ -36,6 +36,8 @@ final class CacheEngine: @unchecked Sendable {
     /// Accesses that reads without the flock made due for the journal, by key: written by the
     /// next operation that holds it (`writePendingAccesses`).
     var pendingAccesses: [String: Int64] = [:]
+    /// When the oldest pending access was made.
+    var pendingSince: Int64 = 0
     /// Whether the running operation holds the flock (a read on a current index does not).
     var holdsLock = false
 
@@ -249,10 +251,15 @@ final class CacheEngine: @unchecked Sendable {
         // Overflow-safe: a damaged record can hold any access time.
         let (elapsed, overflow) = time.subtractingReportingOverflow(entry.journaledAccess)
         let journaled = overflow || elapsed >= accessInterval
-        index.touch(slot: slot, at: time, journaled: journaled)
-        if journaled {
-            // Without the flock the record waits for the next operation that holds it.
-            if holdsLock { journal.append(.access(key: key, time: time)) } else { pendingAccesses[key] = time }
+        if journaled && !holdsLock {
+            // Without the flock the record waits for the next operation that holds it; until
+            // then the order is this open's alone (a clean close journals it).
+            index.touch(slot: slot, at: time, journaled: false)
+            if pendingAccesses.isEmpty { pendingSince = time }
+            pendingAccesses[key] = time
+        } else {
+            index.touch(slot: slot, at: time, journaled: journaled)
+            if journaled { journal.append(.access(key: key, time: time)) }
         }
         counters.hits += 1
         return ReadTicket(info: info, location: location)

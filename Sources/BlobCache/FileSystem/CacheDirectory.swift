@@ -54,7 +54,7 @@ enum CacheDirectory {
     /// The top-level names a cache uses besides its journal and tag (which must be its own).
     private static func cacheNames(_ files: CacheFiles) -> Set<String> {
         var names: Set<String> = ["lost+found"]
-        for path in [files.lock, files.snapshot, files.stats, files.config, files.objects, files.packs] {
+        for path in [files.lock, files.sequence, files.snapshot, files.stats, files.config, files.objects, files.packs] {
             names.insert(path.lastComponent!.string)
         }
         for path in [files.journal, files.snapshot, files.stats, files.config, files.tag] {

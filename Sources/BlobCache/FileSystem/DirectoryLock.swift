@@ -40,11 +40,13 @@ final class DirectoryLock: @unchecked Sendable {
 
     /// Opens `DIR/lock` and joins the cache's open instances (the shared presence lock). A
     /// directory that is not a cache's is refused first, before the lock file is made in it
-    /// (`CacheDirectory.claim`).
+    /// (`CacheDirectory.claim`); a cache without `CACHEDIR.TAG` gets one.
     static func open(_ files: CacheFiles, io: FileIO, timeout: Duration?) throws -> DirectoryLock {
         try CacheDirectory.claim(files, io: io)
         let fd = try io.open(files.lock, .readWrite, options: [.create, .noFollow], permissions: io.filePermissions)
         let lock = DirectoryLock(descriptor: fd, path: files.lock, io: io, root: files.root, timeout: timeout)
+        // (Two opens may race to write it: the same bytes, renamed into place; a loser is ignored.)
+        CacheDirectory.tagIfNeeded(files, io: io)
         // Without open-file-description locks (not Linux) an open never counts as alone.
         try? io.system.lockPresence(fd, exclusive: false)
         return lock
@@ -116,7 +118,7 @@ final class DirectoryLock: @unchecked Sendable {
     /// The pid holding the flock: from `/proc/locks` (whoever took it, `flock(1)` included),
     /// else the pid the file holds.
     func holderPid() -> Int32? {
-        if let info = try? io.system.status(descriptor), let text = try? FileIO.posix.readWholeFile("/proc/locks", atMost: 1 << 22) {
+        if let info = try? io.system.status(descriptor), let text = Self.procLocks() {
             let inode = ":\(info.st_ino) "
             for line in String(decoding: text, as: UTF8.self).split(separator: "\n")
             where line.contains(" FLOCK ") && line.contains(" WRITE ") && (line + " ").contains(inode) {
@@ -126,6 +128,19 @@ final class DirectoryLock: @unchecked Sendable {
         }
         return (try? io.read(descriptor, count: 32, at: 0, path: path))
             .flatMap { Int32(String(decoding: $0, as: UTF8.self).trimmingWhitespace()) }
+    }
+
+    /// `/proc/locks` (whose size `stat` reports as 0: read until end of file), at most 4 MiB.
+    private static func procLocks() -> [UInt8]? {
+        guard let fd = try? FileDescriptor.open("/proc/locks", .readOnly) else { return nil }
+        defer { try? fd.close() }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while text.count < 1 << 22 {
+            guard let count = try? chunk.withUnsafeMutableBytes({ try fd.read(into: $0) }), count > 0 else { break }
+            text += chunk[..<count]
+        }
+        return text
     }
 
     // MARK: Presence

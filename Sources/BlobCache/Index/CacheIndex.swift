@@ -452,6 +452,12 @@ struct CacheIndex {
         entries[Int(slot)].journaledAccess = entries[Int(slot)].access
     }
 
+    /// Records that the journal now holds an access of this entry at `time` (its order is
+    /// left as it is: the record may land after records of entries used since).
+    mutating func markAccessJournaled(slot: Int32, at time: Int64) {
+        entries[Int(slot)].journaledAccess = time
+    }
+
     /// Notes that a journal rewrite took every live entry's record (see `Entry.unmovedSinceRewrite`).
     mutating func markAllTakenByRewrite() {
         entries.withUnsafeMutableBufferPointer { entries in

@@ -63,7 +63,7 @@ struct FaultScenario: Sendable, CustomStringConvertible {
             $0.snapshotThreshold = 0
             // Other tests spawn child processes: between fork and exec a child briefly holds
             // a copy of every descriptor, the lock's included. Wait for it rather than fail.
-            $0.waitForLock = true
+            $0.lockTimeout = nil
         }
     }
 
@@ -97,7 +97,7 @@ struct FaultScenario: Sendable, CustomStringConvertible {
         if fsckMayRepair {
             var options = BlobCache.CheckOptions()
             options.repair = true
-            options.waitForLock = true
+            options.lockTimeout = nil
             let report = try BlobCache.check(directory: directory, options: options)
             #expect(report.errorsLeft.isEmpty, "\(label): fsck --repair left \(report.errorsLeft)")
         }
@@ -144,7 +144,7 @@ struct FaultScenario: Sendable, CustomStringConvertible {
         if let cap = limits.maxEntries { #expect(totals.entries <= cap, "\(label)") }
         try cache.close()
         var options = BlobCache.CheckOptions()
-        options.waitForLock = true
+        options.lockTimeout = nil
         let report = try BlobCache.check(directory: directory, options: options)
         let errors = report.findings.filter { $0.severity == .error }
         #expect(errors.isEmpty, "\(label): fsck found \(errors)")

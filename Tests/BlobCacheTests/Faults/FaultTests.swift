@@ -76,7 +76,7 @@ struct FaultTests {
             }) { context in
                 var options = BlobCache.CheckOptions()
                 options.repair = true
-                options.waitForLock = true
+                options.lockTimeout = nil
                 try context.cache.close()
                 _ = try BlobCache.check(CacheFiles(root: FilePath(context.directory)), io: FileIO(context.fileSystem), options: options)
             },

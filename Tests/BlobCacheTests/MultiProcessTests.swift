@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// Many processes, and many opens in one process, sharing one directory (docs/ARCHITECTURE.md,
+/// "Many processes").
+@Suite("Many processes, one cache", .serialized)
+struct MultiProcessTests {
+    @Test("two opens in one process see each other's sets, removes and clears at their next operation")
+    func twoOpensInOneProcess() throws {
+        let dir = TemporaryDirectory()
+        let first = try BlobCache(directory: dir.path, configuration: .testing())
+        let second = try BlobCache(directory: dir.path, configuration: .testing())
+        try first.set([1, 2, 3], forKey: "a")
+        #expect(try second.bytes(forKey: "a") == [1, 2, 3])
+        try second.set(Array(repeating: 7, count: 100_000), forKey: "b")   // a loose blob
+        #expect(try first.bytes(forKey: "b") == Array(repeating: 7, count: 100_000))
+        #expect(try first.keys().sorted() == ["a", "b"])
+        try second.removeValue(forKey: "a")
+        #expect(try first.bytes(forKey: "a") == nil)
+        try first.compact()   // rewrites the journal: the second open reloads it
+        try second.set([9], forKey: "c")
+        #expect(try first.bytes(forKey: "c") == [9])
+        #expect(try second.bytes(forKey: "b")?.count == 100_000)
+        try first.removeAll()
+        #expect(try second.keys().isEmpty)
+        try first.close()
+        try second.set([4], forKey: "d")
+        try second.close()
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(try reopened.keys() == ["d"])
+        try reopened.close()
+    }
+
+    @Test("the lock file held by flock(1) for 2 s: get waits and succeeds; --wait 0 exits 8 at once naming the holder")
+    func lockWait() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.path)
+        #expect(try cli.run(["put", "k"], stdin: Data([5])).status == 0)
+        // flock(1) prints nothing until it holds the lock; the shell says "held" once it does.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = [dir.appending("lock"), "sh", "-c", "echo held; sleep 2; echo released"]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        #expect(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self) == "held\n")
+        let refused = try cli.run(["--wait", "0", "get", "k"])
+        #expect(refused.status == 8)
+        #expect(refused.stderr.contains("in use") && refused.stderr.contains("pid \(holder.processIdentifier)"), "\(refused.stderr)")
+        let waited = try cli.run(["get", "k"])   // default --wait 30
+        #expect(waited.status == 0 && waited.stdout == Data([5]), "\(waited.stderr)")
+        // The lock goes only when the shell has exited, after it said "released": get waited.
+        #expect(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self) == "released\n")
+        holder.waitUntilExit()
+    }
+
+    @Test("4 writers at once, 2 of them SIGKILLed at random moments, twice: every acknowledged write reads back, fsck is clean")
+    func writersKilledMidRun() throws {
+        try runWriters(mode: "shared", seed: 70)
+    }
+
+    @Test("the same under a 512 KiB cap: nothing wrong is ever read, the cap holds, fsck is clean")
+    func cappedWritersKilledMidRun() throws {
+        try runWriters(mode: "shared-capped", seed: 71)
+    }
+
+    /// Two rounds of four `blobcache-crash-writer` processes in `mode` on one directory; in
+    /// each, writers 0 and 2 are killed once they acknowledged a random number of operations.
+    /// Then every key's last acknowledged state must hold (uncapped) or the key read back
+    /// right or be gone (capped), shared keys must hold a value some writer set, and fsck
+    /// must find no error.
+    private func runWriters(mode: String, seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        var generator = SeededGenerator(seed: seed)
+        var state: [String: Int?] = [:]        // private key → number it holds, nil when removed
+        var uncertain: Set<String> = []        // keys of operations in flight at a kill
+        var sharedSet: Set<Int> = []           // every n a writer began to store in a shared key
+        let capped = mode == "shared-capped"
+        for round in 0..<2 {
+            nonisolated(unsafe) let writers = try (0..<4).map { index in
+                let next = (round * 4 + index + 1) * 1_000_000
+                return try ChildProcess(arguments: [dir.path, mode, "\(seed &* 31 &+ UInt64(round * 4 + index))", "\(next)"])
+            }
+            let killAfter = (0..<4).map { $0 % 2 == 0 ? Int(generator.next() % 300) + 20 : Int.max }
+            let logs = Locked([[String]](repeating: [], count: 4))
+            DispatchQueue.concurrentPerform(iterations: 4) { index in
+                var acknowledged = 0
+                while let line = writers[index].readLine() {
+                    logs.withLock { $0[index].append(line) }
+                    if line.hasPrefix("ok ") { acknowledged += 1 }
+                    if acknowledged == killAfter[index] { writers[index].kill() }
+                }
+            }
+            for (index, writer) in writers.enumerated() {
+                let status = writer.wait()
+                let lines = logs.withLock { $0[index] }
+                #expect(!lines.contains { $0.hasPrefix("error") }, "writer \(index): \(lines.filter { $0.hasPrefix("error") })")
+                if killAfter[index] == .max { #expect(status == 0 && lines.last == "done", "writer \(index) exited \(status)") }
+                var inFlight: String?
+                for line in lines {
+                    let parts = line.split(separator: " ").map(String.init)
+                    switch (parts.first, parts.count) {
+                    case ("do", 3...): inFlight = parts[2]; if parts[1] == "sset" { sharedSet.insert(Int(parts[3])!) }
+                    case ("ok", 3...):
+                        inFlight = nil
+                        if parts[1] == "set" { state[parts[2]] = Int(parts[2].dropFirst(4))! }
+                        if parts[1] == "rm" { state[parts[2]] = .some(nil) }
+                    default: break
+                    }
+                }
+                if let inFlight, inFlight.hasPrefix("key-") { uncertain.insert(inFlight) }
+            }
+        }
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        var configuration = BlobCache.Configuration()
+        if capped { configuration.maxStoredBytes = 512 << 10 }
+        let cache = try BlobCache(directory: dir.path, configuration: configuration)
+        defer { try? cache.close() }
+        var checked = 0
+        for (key, holds) in state where !uncertain.contains(key) {
+            let bytes = try cache.bytes(forKey: key)
+            if let n = holds {
+                if capped {
+                    #expect(bytes == nil || bytes == CrashRun.expectedValue(n), "\(key)")
+                } else {
+                    #expect(bytes == CrashRun.expectedValue(n), "\(key): \(bytes.map { "\($0.count) wrong bytes" } ?? "gone")")
+                }
+                checked += 1
+            } else {
+                #expect(bytes == nil, "\(key) was removed")
+            }
+        }
+        #expect(checked > 100)
+        for j in 0..<16 {
+            guard let bytes = try cache.bytes(forKey: "shared-\(j)") else { continue }
+            let n = Int(bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            #expect(sharedSet.contains(n) && n % 16 == j && Array(bytes.dropFirst(8)) == CrashRun.expectedValue(n), "shared-\(j)")
+        }
+        if capped { #expect(try cache.totals().storedBytes <= 512 << 10) }
+    }
+}
