@@ -122,12 +122,75 @@ def diskcache_put_get(name, work, keys, values):
     return [measure(f"{name}.put", len(keys), put, total), measure(f"{name}.get", len(keys), get, read)]
 
 
+W6_COUNT = 20_000
+
+
+_W6_TEXT = bytes(97 + (b >> 4) for b in range(256))
+
+
+def w6_value(process, step):
+    """A 4 KiB value no other put stores, like the Swift runner's w6Value: 2 KiB of 16
+    letters (compressible), 2 KiB of random bytes."""
+    return os.urandom(2048).translate(_W6_TEXT) + os.urandom(2048)
+
+
+def _w6_child(directory, index, count, ready, go, done):
+    import diskcache
+    cache = diskcache.Cache(directory, size_limit=1 << 40)
+    values = [w6_value(index, step) for step in range(0, count, 2)]   # made before the clock starts
+    state = ((index + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    ready.put(1)
+    go.wait()
+    for step in range(count):
+        state = (state * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        key = f"shared-{(state >> 33) % 256}" if step % 4 < 2 else f"own-{index}-{(state >> 33) % 1024}"
+        if step % 2 == 0:
+            cache.set(key, values[step // 2])
+        else:
+            cache.get(key)
+    done.put(1)
+    cache.close()
+
+
+def diskcache_w6(work):
+    """W6 for diskcache: 1, then 4 processes on one Cache (SQLite lets them), the same mix."""
+    import diskcache
+    import multiprocessing
+    results = []
+    for processes in (1, 4):
+        directory = os.path.join(work, f"W6-{processes}")
+        shutil.rmtree(directory, ignore_errors=True)
+        seed = diskcache.Cache(directory, size_limit=1 << 40)
+        for key in range(256):
+            seed.set(f"shared-{key}", w6_value(99, key))
+        seed.close()
+        ready, done, go = multiprocessing.Queue(), multiprocessing.Queue(), multiprocessing.Event()
+        children = [multiprocessing.Process(target=_w6_child, args=(directory, i, W6_COUNT, ready, go, done))
+                    for i in range(processes)]
+        for child in children:
+            child.start()
+        for _ in children:
+            ready.get()
+        start = time.perf_counter()
+        go.set()
+        for _ in children:
+            done.get()
+        seconds = time.perf_counter() - start
+        for child in children:
+            child.join()
+        results.append(measure(f"W6.{processes}p", processes * W6_COUNT, seconds, processes * W6_COUNT * 4096))
+        shutil.rmtree(directory, ignore_errors=True)
+    return results
+
+
 def run_diskcache(corpus_dir, workloads, work, w4_runs):
     import diskcache
     corpus = Corpus(corpus_dir) if {"w1", "w5"} & set(workloads) else None
     results = []
     for workload in workloads:
-        if workload == "w1":
+        if workload == "w6":
+            results += diskcache_w6(work)
+        elif workload == "w1":
             keys = [path for path, _, _ in corpus.files]
             values = [corpus.value(i) for i in range(len(corpus.files))]
             results += diskcache_put_get("W1", work, keys, values)
@@ -210,7 +273,7 @@ METRICS = [("W1.put", "opsPerSecond"), ("W1.put", "megabytesPerSecond"), ("W1.ge
            ("W1.get", "megabytesPerSecond"), ("W2.put", "opsPerSecond"), ("W2.get", "opsPerSecond"),
            ("W3.put", "opsPerSecond"), ("W3.get", "opsPerSecond"), ("W3.get", "megabytesPerSecond"),
            ("W4.open+get", "seconds"), ("W4.open+get", "indexBytesPerEntry"), ("W5", "opsPerSecond"),
-           ("W5", "hitRatio"), ("W1.fsck", "megabytesPerSecond")]
+           ("W5", "hitRatio"), ("W1.fsck", "megabytesPerSecond"), ("W6.1p", "opsPerSecond"), ("W6.4p", "opsPerSecond")]
 UNITS = {"opsPerSecond": "ops/s", "megabytesPerSecond": "MB/s", "seconds": "ms", "hitRatio": "hit ratio",
          "indexBytesPerEntry": "index bytes/entry"}
 

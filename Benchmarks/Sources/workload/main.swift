@@ -6,7 +6,7 @@ import BlobCache
 import Foundation
 
 let usage = """
-    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5]
+    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
            workload w4-open CACHE-DIR KEY [--warm]
@@ -24,6 +24,8 @@ let usage = """
     thread, first alone, then while another thread puts --latency-puts new values (default
     20,000) at the cap, so that eviction, pack GC and journal rewrites run; it prints p50–max
     get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
+    --workloads w6 runs 1 and then 4 processes on one cache, each 20,000 puts and gets of 4 KiB
+    values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
     Exit status: 0 done, 2 bad arguments, missing corpus or a failed workload.
     """
 
@@ -223,6 +225,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "latency":
             guard options.engine == "blobcache" else { continue }
             results += try latency(options)
+        case "w6":
+            guard options.engine == "blobcache" else { continue }
+            results += try w6(options)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }
@@ -365,6 +370,10 @@ do {
     let arguments = Array(CommandLine.arguments.dropFirst())
     if arguments.first == "w4-open", arguments.count >= 3 {
         try w4Open(directory: arguments[1], key: arguments[2], warm: arguments.dropFirst(3).first == "--warm")
+        exit(0)
+    }
+    if arguments.first == "w6-child", arguments.count == 4, let index = Int(arguments[2]), let count = Int(arguments[3]) {
+        try w6Child(directory: arguments[1], index: index, count: count)
         exit(0)
     }
     if arguments.first == "gets", arguments.count >= 2 {

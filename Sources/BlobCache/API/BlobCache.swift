@@ -57,6 +57,7 @@ public final class BlobCache: Sendable {
         do {
             let (engine, report) = try lock.withExclusive {
                 let alone = lock.isAlone
+                lock.joinOpens()
                 let crashed = lock.markOpen(alone: alone)
                 let saved = try Self.defaultLimits(in: files, io: io)
                 let limits = Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,

@@ -22,6 +22,8 @@ extension BlobCache {
         let io = io.matchingAccess(of: files.root)
         let lock = try DirectoryLock.open(files, io: io, timeout: options.lockTimeout)
         defer { lock.close() }
+        // Joined (unless repairing), so that no open cuts a segment tail this check may be reading.
+        if !options.repair { try lock.withExclusive { lock.joinOpens() } }
         let limits = try options.limits ?? defaultLimits(in: files, io: io)
         guard options.repair else { return try checkBesideWriters(files, io: io, lock: lock, limits: limits, fast: options.fast) }
         return try lock.withExclusive {

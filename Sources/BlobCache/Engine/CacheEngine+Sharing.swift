@@ -53,8 +53,9 @@ extension CacheEngine {
         try catchUp()
         let before = (file: ObjectIdentifier(journal.file), size: journal.size)
         sequence?.store(appliedSequence + 1)
+        let storeChanges = store.changes
         defer {
-            let changed = ObjectIdentifier(journal.file) != before.file || journal.size != before.size
+            let changed = ObjectIdentifier(journal.file) != before.file || journal.size != before.size || store.changes != storeChanges
             if changed { appliedSequence += 2 }
             sequence?.store(appliedSequence)
         }
@@ -64,12 +65,13 @@ extension CacheEngine {
         return try result.get()
     }
 
-    /// Brings the index up to date with the journal, when another open changed it: replays the
-    /// records appended since this open's end, or reloads a journal another open rewrote.
-    /// Called holding the flock.
+    /// Brings the index up to date with the journal: replays the records appended since this
+    /// open's end, or reloads a journal another open rewrote. Called holding the flock, before
+    /// anything is written: the journal and the active segment are checked whatever the
+    /// sequence says (an open that could not map it, or a killed writer, changes files without
+    /// moving it), so appends always go at the files' true ends.
     func catchUp() throws {
         let value = sequence?.value
-        if let value, value == appliedSequence { return }
         let status: stat
         do throws(Errno) { status = try io.system.status(journal.descriptor) } catch {
             throw BlobCacheError.io(operation: "fstat", path: journal.path.string, errno: error)
@@ -120,7 +122,10 @@ extension CacheEngine {
             try io.truncate(journal.descriptor, to: validEnd, path: journal.path)
         }
         journal.adoptAppended(upTo: validEnd, count: walk.records)
-        for (number, recordEnd) in reached { store.learn(segment: number, end: recordEnd) }
+        for (number, recordEnd) in reached {
+            store.dropIfReplaced(number)
+            store.learn(segment: number, end: recordEnd)
+        }
         for number in relocatedFrom where index.liveBytes(inSegment: number) == 0 { store.closeIfRetired(number) }
     }
 

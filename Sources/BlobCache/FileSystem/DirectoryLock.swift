@@ -47,8 +47,6 @@ final class DirectoryLock: @unchecked Sendable {
         let lock = DirectoryLock(descriptor: fd, path: files.lock, io: io, root: files.root, timeout: timeout)
         // (Two opens may race to write it: the same bytes, renamed into place; a loser is ignored.)
         CacheDirectory.tagIfNeeded(files, io: io)
-        // Without open-file-description locks (not Linux) an open never counts as alone.
-        try? io.system.lockPresence(fd, exclusive: false)
         return lock
     }
 
@@ -144,6 +142,13 @@ final class DirectoryLock: @unchecked Sendable {
     }
 
     // MARK: Presence
+
+    /// Joins the directory's opens: the shared presence lock, held until `close`. Call with the
+    /// flock held, so that no `isAlone` (which takes it exclusively for a moment) runs meanwhile.
+    /// Without open-file-description locks (not Linux) an open never counts as alone.
+    func joinOpens() {
+        try? io.system.lockPresence(descriptor, exclusive: false)
+    }
 
     /// Whether no other open cache (in any process, this one included) has the directory open.
     /// Call with the flock held, so that no open joins meanwhile.

@@ -1,4 +1,9 @@
 import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The blobs of one cache directory as the engine changes them, under its lock: publishing
 /// staged loose files, appending pack records, and deleting what no entry needs any more.
@@ -25,8 +30,13 @@ final class BlobStore: @unchecked Sendable {
     /// a descriptor per segment written.)
     private var unsyncedSegments: Set<UInt32> = []
     private var packsDirectoryUnsynced = false
-    /// Numbers handed to segments being written outside the lock (`reserveSegmentNumber`).
+    /// Numbers handed to segments being written outside the lock (`reserveSegmentNumber`), and
+    /// numbers of segments deleted or forgotten: never given again (another open may still
+    /// hold the old file under that number).
     private var reservedNumbers: Set<UInt32> = []
+    /// Counts the segments this store started, adopted, cut or deleted, so that an operation
+    /// that changed only segments still moves the change sequence.
+    private(set) var changes = 0
 
     /// Opens (creating `objects/` and `packs/` if needed) the blob store of `files`. Only the
     /// newest segment is opened; others are opened when first read (`segment(_:)`).
@@ -180,6 +190,7 @@ final class BlobStore: @unchecked Sendable {
             packsDirectoryUnsynced = true
         }
         segmentSizes[number] = Int64(PackFormat.segmentHeaderSize)
+        changes += 1
         if let previous = activeSegment { openSegments.keep(previous) }
         activeSegment = segment
         activeEnd = Int64(PackFormat.segmentHeaderSize)
@@ -219,6 +230,7 @@ final class BlobStore: @unchecked Sendable {
     func adoptSegment(_ segment: PackSegment, end: Int64) {
         reservedNumbers.remove(segment.number)
         segmentSizes[segment.number] = end
+        changes += 1
         if segment.number > (activeSegment?.number ?? 0) {
             if let previous = activeSegment { openSegments.keep(previous) }
             activeSegment = segment
@@ -235,6 +247,7 @@ final class BlobStore: @unchecked Sendable {
         guard let active = activeSegment else { return }
         let end = max(end, Int64(PackFormat.segmentHeaderSize))
         if end < activeEnd {
+            changes += 1
             try io.truncate(active.descriptor, to: end, path: active.path)
             activeEnd = end
             segmentSizes[active.number] = end
@@ -296,8 +309,34 @@ final class BlobStore: @unchecked Sendable {
             activeSegment = PackSegment(number: newest, path: path, descriptor: fd, mappedLength: Int(segmentLimit), io: io)
         }
         guard let active = activeSegment else { return }
-        activeEnd = max(try io.fileSize(active.descriptor, path: active.path), Int64(PackFormat.segmentHeaderSize))
+        let status: stat
+        do throws(Errno) { status = try io.system.status(active.descriptor) } catch {
+            throw BlobCacheError.io(operation: "fstat", path: active.path.string, errno: error)
+        }
+        if status.st_nlink == 0 {
+            // Another open collected it: never append to a file no name reaches.
+            activeSegment = nil
+            activeEnd = 0
+            forget(active.number)
+            return try refreshActive()
+        }
+        activeEnd = max(Int64(status.st_size), Int64(PackFormat.segmentHeaderSize))
         segmentSizes[newest] = activeEnd
+    }
+
+    /// Closes this store's descriptor of segment `number` when the file of that name is no
+    /// longer the one it has open (collected, and the number given to a new file by an open
+    /// that never knew the old one), so that records of the new file are read from it.
+    func dropIfReplaced(_ number: UInt32) {
+        guard let held = activeSegment?.number == number ? activeSegment : openSegments.peek(number),
+              let current = io.status(files.segmentPath(number)),
+              let open = try? io.system.status(held.descriptor),
+              current.st_ino != open.st_ino || current.st_dev != open.st_dev else { return }
+        openSegments.close(number)
+        if activeSegment?.number == number {
+            activeSegment = nil
+            activeEnd = 0
+        }
     }
 
     /// Lists `packs/` again: segments other processes started or deleted, and every size. Run
@@ -349,6 +388,8 @@ final class BlobStore: @unchecked Sendable {
     /// Closes and deletes a segment none of whose records is live any more.
     func deleteSegment(_ number: UInt32) throws {
         guard segmentSizes.removeValue(forKey: number) != nil else { return }
+        reservedNumbers.insert(number)
+        changes += 1
         openSegments.close(number)
         unsyncedSegments.remove(number)
         if activeSegment?.number == number {

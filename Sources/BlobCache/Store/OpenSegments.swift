@@ -42,6 +42,9 @@ struct OpenSegments {
         entries[segment.number] = Entry(segment, lastUse: uses)
     }
 
+    /// The open segment `number`, without marking it used.
+    func peek(_ number: UInt32) -> PackSegment? { entries[number]?.segment }
+
     /// Closes segment `number` (once no reader holds it).
     mutating func close(_ number: UInt32) { entries[number] = nil }
 
