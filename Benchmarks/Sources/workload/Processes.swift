@@ -49,8 +49,7 @@ func w6Child(directory: String, index: Int, count: Int) throws {
     let cache = try BlobCache(directory: directory)
     defer { try? cache.close() }
     let values = (0..<count / 2).map { w6Value(process: index, step: $0) }   // made before the start
-    print("ready")
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data("ready\n".utf8))
     guard readLine() == "go" else { return }
     var state = UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15
     for step in 0..<count {
@@ -63,8 +62,7 @@ func w6Child(directory: String, index: Int, count: Int) throws {
             _ = try cache.bytes(forKey: key)
         }
     }
-    print("done")
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data("done\n".utf8))
     _ = readLine()
 }
 
