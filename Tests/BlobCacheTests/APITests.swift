@@ -85,7 +85,8 @@ struct APITests {
         let cache = try BlobCache(directory: dir.path, configuration: .testing())
         let kept = try cache.set(Samples.random(500, seed: 1), forKey: "kept")
         // Make the journal's descriptor read-only under the cache: its next append fails (EBADF).
-        let readOnly = open("/dev/null", O_RDONLY)
+        // (The journal itself, read-only: a catch-up that fstats it sees the same file.)
+        let readOnly = open(dir.appending("journal"), O_RDONLY)
         let journalFD = try cache.withEngine { $0.journal.descriptor.rawValue }
         #expect(dup2(readOnly, journalFD) == journalFD)
         close(readOnly)

@@ -34,6 +34,26 @@ struct MultiProcessTests {
         try reopened.close()
     }
 
+    @Test("an open whose active segment another open collected appends to a new one, never to the deleted file")
+    func activeSegmentCollectedElsewhere() throws {
+        let dir = TemporaryDirectory()
+        let first = try BlobCache(directory: dir.path, configuration: .testing())
+        let second = try BlobCache(directory: dir.path, configuration: .testing())
+        // Both opens learn segment 1 as the one appended to.
+        try first.set(Samples.random(1000, seed: 1), forKey: "a")
+        try second.set(Samples.random(1000, seed: 2), forKey: "b")
+        // Over 1 MiB of packed values, then all removed: the first open's maintenance collects
+        // the newest segment, now all dead, and deletes it.
+        for n in 0..<300 { try first.set(Samples.random(4000, seed: UInt64(10 + n)), forKey: "k\(n)") }
+        try first.removeAll()
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("packs/000001.pack")))
+        try second.set(Samples.random(1000, seed: 3), forKey: "after")
+        #expect(try first.bytes(forKey: "after") == Samples.random(1000, seed: 3))
+        try first.close()
+        try second.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
     @Test("the lock file held by flock(1) for 2 s: get waits and succeeds; --wait 0 exits 8 at once naming the holder")
     func lockWait() throws {
         let dir = TemporaryDirectory()
