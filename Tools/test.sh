@@ -6,8 +6,9 @@
 #   Tools/test.sh --sanitize address    the same under AddressSanitizer, built in .build-asan
 #
 # Under a sanitizer the fault and power-loss suites take every 10th fault point, every 20th under
-# ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md): the plain run
-# covers them all. Other arguments
+# ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md), and the SIGKILL
+# suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE): the
+# plain run covers them all. Other arguments
 # go to `swift test` (for example --filter FaultTests). Exit status: swift test's (a sanitizer
 # report fails the run).
 set -euo pipefail
@@ -18,8 +19,8 @@ if [[ ${1:-} == --sanitize ]]; then
   sanitizer=${2:?"--sanitize takes thread or address"}
   shift 2
   case $sanitizer in
-    thread) folder=.build-tsan; export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20} ;;
-    address) folder=.build-asan ;;
+    thread) folder=.build-tsan; export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20} BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-5} ;;
+    address) folder=.build-asan; export BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-2} ;;
     *) echo "test.sh: unknown sanitizer $sanitizer (thread or address)" >&2; exit 2 ;;
   esac
   build=(--sanitize="$sanitizer" --scratch-path "$folder")

@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import BlobCache
 
 /// Many processes, and many opens in one process, sharing one directory (docs/ARCHITECTURE.md,
@@ -51,6 +54,103 @@ struct MultiProcessTests {
         #expect(try first.bytes(forKey: "after") == Samples.random(1000, seed: 3))
         try first.close()
         try second.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
+    @Test("a get catches up with another open's writes without the flock (held elsewhere) and leaves a torn tail for a writer to cut")
+    func readsCatchUpWithoutTheFlock() throws {
+        let dir = TemporaryDirectory()
+        let writer = try BlobCache(directory: dir.path, configuration: .testing())
+        let reader = try BlobCache(directory: dir.path, configuration: .testing { $0.lockTimeout = .zero })
+        try writer.set([1], forKey: "before")
+        #expect(try reader.bytes(forKey: "before") == [1])
+        try writer.set([2, 3], forKey: "new")
+        // Half a record after the writer's: what a writer in the middle of an append leaves.
+        let journal = dir.appending("journal")
+        let torn = readFile(journal).count + 5
+        let handle = try #require(FileHandle(forWritingAtPath: journal))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0x40, 0, 0, 0, 7]))
+        try handle.close()
+        // Another file description holds the flock, as `flock DIR/lock cmd` would.
+        let holder = open(dir.appending("lock"), O_RDWR)
+        defer { close(holder) }
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+        #expect(try reader.bytes(forKey: "new") == [2, 3])
+        #expect(try reader.entry(forKey: "before") != nil)
+        #expect(readFile(journal).count == torn, "a read without the flock must not cut the tail")
+        #expect(throws: BlobCacheError.self) { try reader.set([4], forKey: "w") }   // a write needs the flock
+        flock(holder, LOCK_UN)
+        try reader.set([4], forKey: "w")   // the tail is cut first, then the set appended
+        #expect(try writer.bytes(forKey: "w") == [4])
+        try writer.close()
+        try reader.close()
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.findings.isEmpty, "\(report.findings)")
+    }
+
+    @Test("a pack collection names its segment when it is done: another open that started a segment of the reserved number keeps it")
+    func collectionRenumbersItsSegment() throws {
+        let dir = TemporaryDirectory()
+        let small = BlobCache.Configuration.testing { $0.packSegmentLimit = 64 << 10 }
+        let first = try BlobCache(directory: dir.path, configuration: small)
+        let second = try BlobCache(directory: dir.path, configuration: small)
+        // Three 64 KiB segments, the first two half dead (below the 1 MiB that starts a collection).
+        for n in 0..<36 { try first.set(Samples.random(4000, seed: UInt64(n)), forKey: "k\(n)") }
+        for n in stride(from: 0, to: 28, by: 2) { try first.removeValue(forKey: "k\(n)") }
+        let plan = try #require(try first.withEngine { try $0.planPackCollection(minimumDeadFraction: 0.1, downTo: 0) })
+        let reserved = try #require(plan.number)
+        let copy = try plan.copy()   // outside the flock
+        // Meanwhile the other open fills the newest segment and starts the next: the reserved number.
+        for n in 0..<20 { try second.set(Samples.random(4000, seed: UInt64(100 + n)), forKey: "s\(n)") }
+        #expect(FileManager.default.fileExists(atPath: dir.appending("packs/" + PackFormat.fileName(of: reserved))))
+        let journal = try first.withEngine { engine in try engine.perform { try engine.adopt(copy) } }
+        try journal.sync()
+        try first.withEngine { $0.finish(plan) }
+        for cache in [first, second] {
+            for n in 0..<36 {
+                #expect(try cache.bytes(forKey: "k\(n)") == (n < 28 && n % 2 == 0 ? nil : Samples.random(4000, seed: UInt64(n))))
+            }
+            for n in 0..<20 { #expect(try cache.bytes(forKey: "s\(n)") == Samples.random(4000, seed: UInt64(100 + n))) }
+        }
+        try first.close()
+        try second.close()
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+    }
+
+    @Test("one open at a time runs maintenance: another's claim is refused while it is held, and given back after")
+    func oneMaintainerAtATime() throws {
+        let dir = TemporaryDirectory()
+        let first = try BlobCache(directory: dir.path, configuration: .testing())
+        let second = try BlobCache(directory: dir.path, configuration: .testing())
+        let inner = first.directoryLock.ifNoOtherMaintenance { second.directoryLock.ifNoOtherMaintenance { true } }
+        #expect(inner == .some(nil))
+        #expect(second.directoryLock.ifNoOtherMaintenance { true } == true)
+        try first.close()
+        try second.close()
+    }
+
+    @Test("a segment file another open deleted and a third made anew under its number is read from the new file")
+    func replacedSegmentIsReopened() throws {
+        let dir = TemporaryDirectory()
+        let first = try BlobCache(directory: dir.path, configuration: .testing())
+        let reader = try BlobCache(directory: dir.path, configuration: .testing())
+        try first.set(Samples.random(3000, seed: 1), forKey: "x")
+        #expect(try reader.bytes(forKey: "x") == Samples.random(3000, seed: 1))   // segment 1 open in the reader
+        try first.removeAll()
+        try first.compact()   // deletes segment 1, leaves an empty segment 2 to append to
+        try first.close()
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("packs/000001.pack")))
+        // The empty segment goes too (as `rm` would take it): packs/ is empty, so an open that
+        // never knew the old segment 1 makes a new one of that number.
+        try FileManager.default.removeItem(atPath: dir.appending("packs/000002.pack"))
+        let third = try BlobCache(directory: dir.path, configuration: .testing())
+        try third.set(Samples.random(3000, seed: 2), forKey: "y")
+        #expect(FileManager.default.fileExists(atPath: dir.appending("packs/000001.pack")))
+        #expect(try reader.bytes(forKey: "y") == Samples.random(3000, seed: 2))
+        try third.close()
+        try reader.close()
         #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
     }
 

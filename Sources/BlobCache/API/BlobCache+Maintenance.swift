@@ -8,22 +8,26 @@ extension BlobCache {
     /// again when it is done). A failure is not the operation's: the operation had committed.
     func maintain(reader: Bool) {
         _ = maintenanceGate.withLockIfAvailable { runs in
-            // The flock is held for every step, so that no other process starts a segment or a
-            // journal rewrite meanwhile; this process's threads go on (they share it).
-            guard (try? directoryLock.hold()) != nil else { return }
-            defer { directoryLock.release() }
-            var due = try? withEngine { $0.maintenanceDue(reader: reader) }
-            // Each run makes progress or backs off; the bound is for safety.
-            for _ in 0..<8 {
-                guard let task = due else { return }
-                let ran: Bool?
-                switch task {
-                case .packCollection: ran = try? collectPackGarbage(minimumDeadFraction: CacheEngine.victimFraction, downToHalfAllowance: true)
-                case .journalRewrite: ran = try? rewriteJournal()
+            // One open at a time collects or rewrites (the others go on and find it done).
+            directoryLock.ifNoOtherMaintenance {
+                var due = try? withEngine { $0.maintenanceDue(reader: reader) }
+                // Each run makes progress or backs off; the bound is for safety.
+                for _ in 0..<8 {
+                    guard let task = due else { return }
+                    let ran: Bool?
+                    switch task {
+                    case .packCollection:
+                        // Its copy runs without the flock: other processes read and write meanwhile.
+                        ran = try? collectPackGarbage(minimumDeadFraction: CacheEngine.victimFraction, downToHalfAllowance: true)
+                    case .journalRewrite:
+                        // Holds the flock for every step, so that no other process rewrites the
+                        // journal between them (`compact` does, under the flock alone).
+                        ran = try? directoryLock.withExclusive { try rewriteJournal() }
+                    }
+                    guard ran == true else { return }
+                    runs += 1
+                    due = try? withEngine { $0.maintenanceDue(reader: reader) }
                 }
-                guard ran == true else { return }
-                runs += 1
-                due = try? withEngine { $0.maintenanceDue(reader: reader) }
             }
         }
     }
@@ -40,7 +44,19 @@ extension BlobCache {
         }) else { return false }
         do {
             let copy = try plan.copy()
-            let journal = try withEngine { engine in try engine.perform { engine.adopt(copy) } }
+            var handedOver = false
+            let journal: OpenFile
+            do {
+                journal = try withEngine { engine in
+                    try engine.perform {
+                        handedOver = true
+                        return try engine.adopt(copy)
+                    }
+                }
+            } catch {
+                if !handedOver { copy?.discard(io: directoryLock.io) }
+                throw error
+            }
             do { try journal.sync() } catch {
                 stopJournal(journal, because: error)
                 throw error

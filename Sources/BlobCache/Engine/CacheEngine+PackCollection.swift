@@ -9,10 +9,16 @@ extension CacheEngine {
         return max(0, written - index.livePackedBytes)
     }
 
-    /// Dead pack bytes tolerated: an eighth of the live packed bytes, at least
-    /// `min(1 MiB, max(16 KiB, cap / 16))`.
+    /// Dead pack bytes tolerated: half the live packed bytes, but never more than an eighth
+    /// of the byte cap (which keeps the disk bound), and at least
+    /// `min(1 MiB, max(16 KiB, cap / 16))`. Collecting a segment copies its live records, so
+    /// the fewer dead bytes are tolerated, the more each freed byte costs to copy: at a
+    /// tolerance of half the live bytes a run copies at most about two bytes per byte it
+    /// frees, at an eighth (the old rule) up to eight.
     var packGarbageAllowance: Int {
-        max(Self.allowance(cap: limits.maxStoredBytes, fraction: 16), index.livePackedBytes / 8)
+        let cap = limits.maxStoredBytes
+        let tolerated = cap.map { min(index.livePackedBytes / 2, $0 / 8) } ?? index.livePackedBytes / 2
+        return max(Self.allowance(cap: cap, fraction: 16), tolerated)
     }
 
     /// The share of dead bytes a closed segment must hold to be collected by the automatic GC.
@@ -139,14 +145,40 @@ extension CacheEngine {
                               mappedLength: Int(store.segmentLimit), files: files, io: io)
     }
 
-    /// Takes in the segment a collection copied into and journals the new place of every
-    /// record still where it was copied from (others were removed or moved meanwhile: their
-    /// copies are dead bytes). Returns the journal file to fsync before `finish`. Runs under
-    /// the lock, as an operation of its own (`perform`): relocations need no fsync yet.
-    func adopt(_ copy: PackCollection.Copy?) -> OpenFile {
+    /// Names the segment a collection copied into (a fresh number, its header rewritten and
+    /// fsynced, when another process started a segment of the reserved one meanwhile), fsyncs
+    /// `packs/`, takes the segment in and journals the new place of every record still where
+    /// it was copied from (others were removed or moved meanwhile: their copies are dead
+    /// bytes). Returns the journal file to fsync before `finish`. Runs under the lock, as an
+    /// operation of its own (`perform`): relocations need no fsync yet. On failure nothing is
+    /// left of the copy.
+    func adopt(_ copy: PackCollection.Copy?) throws -> OpenFile {
         guard let copy else { return journal.file }
-        store.adoptSegment(copy.segment, end: copy.end)
-        let number = copy.segment.number
+        var number = copy.number
+        var path = files.segmentPath(number)
+        do {
+            if store.segmentSizes[number] != nil || io.status(path) != nil {
+                store.releaseReservation(number)
+                number = store.reserveSegmentNumber()
+                path = files.segmentPath(number)
+                try PackFormat.segmentHeader(number: number).withUnsafeBytes {
+                    try io.writeAll(copy.descriptor, $0, at: 0, path: copy.staging)
+                }
+                try io.sync(copy.descriptor, path: copy.staging)
+            }
+            try io.rename(copy.staging, to: path)
+        } catch {
+            copy.discard(io: io)
+            store.releaseReservation(number)
+            throw error
+        }
+        let segment = PackSegment(number: number, path: path, descriptor: copy.descriptor, mappedLength: copy.mappedLength, io: io)
+        do { try io.syncDirectory(files.packs) } catch {
+            _ = try? io.remove(path)
+            store.releaseReservation(number)
+            throw error
+        }
+        store.adoptSegment(segment, end: copy.end)
         for (info, offset) in copy.placed {
             guard let blob = index.blob(info.id), blob.info.place == info.place else { continue }
             var moved = blob.info
@@ -170,13 +202,12 @@ extension CacheEngine {
         packCollectionBackoff = 0
     }
 
-    /// Gives up a collection that failed: its reserved number, its segment if it was named but
-    /// not adopted (nothing refers to it), and no retry until the dead bytes grow by half an
-    /// allowance.
+    /// Gives up a collection that failed: its reserved number (its staged file is gone: `copy`
+    /// and `adopt` remove it when they fail), and no retry until the dead bytes grow by half an
+    /// allowance. A file named with the number is another process's segment, never removed.
     func abandon(_ collection: PackCollection) {
         if let number = collection.number, store.segmentSizes[number] == nil {
             store.releaseReservation(number)
-            _ = try? io.remove(files.segmentPath(number))
         }
         packCollectionBackoff = deadPackBytes + packGarbageAllowance / 2
         maintenanceFailures += 1

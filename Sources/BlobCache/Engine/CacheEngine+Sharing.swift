@@ -1,3 +1,4 @@
+import Synchronization
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
@@ -32,10 +33,34 @@ extension CacheEngine {
     /// Runs `body` (which must not write, or throws `NeedsLock` before it does) without the
     /// flock when the index is current, else under it.
     func read<T>(_ body: () throws -> T) throws -> T {
-        if !holdsLock, isCurrent, !pendingAccessesDue {
+        if !holdsLock, !pendingAccessesDue, isCurrent || catchUpWithoutLock() {
             do { return try body() } catch is NeedsLock {}
         }
         return try exclusively(body)
+    }
+
+    /// Brings the index up to date without the flock when other opens only appended records:
+    /// replays the complete records after this open's end (a writer may be mid-append: a torn
+    /// or unfinished tail is left alone, never cut). Returns whether a read may go on: every
+    /// operation acknowledged before the call is in the index (each wrote its records before
+    /// it let the flock go), and records of one still running may be too, which a read
+    /// running beside it may see or not. The index counts as current (`isCurrent`) only when
+    /// no writer was inside meanwhile: the sequence even and unchanged from before the replay
+    /// to after it, as a seqlock reader checks. `false` sends the read to the flock: a
+    /// rewritten journal (reloading it may need to cut its tail), no sequence, a failed read.
+    func catchUpWithoutLock() -> Bool {
+        guard let sequence else { return false }
+        let seen = sequence.value
+        guard let status = try? io.system.status(journal.descriptor),
+              status.st_nlink > 0, Int64(status.st_size) >= journal.size else { return false }
+        var clean = true
+        if Int64(status.st_size) > journal.size {
+            guard let replayed = try? replayAppended(upTo: Int64(status.st_size), cutTail: false) else { return false }
+            clean = replayed
+        }
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if clean, seen & 1 == 0, sequence.value == seen { appliedSequence = seen }
+        return true
     }
 
     /// Runs `body` holding the flock, caught up with other opens first. The sequence is odd
@@ -79,7 +104,7 @@ extension CacheEngine {
         if status.st_nlink == 0 || Int64(status.st_size) < journal.size {
             try reload()
         } else if Int64(status.st_size) > journal.size {
-            try replayAppended(upTo: Int64(status.st_size))
+            try replayAppended(upTo: Int64(status.st_size), cutTail: true)
         }
         try store.refreshActive()
         if let value {
@@ -90,10 +115,12 @@ extension CacheEngine {
         }
     }
 
-    /// Replays the records other opens appended, from this journal's end to `end`. A torn or
-    /// damaged tail (a writer that died mid-write: no live writer is inside, the flock is
-    /// held) is cut, as an open cuts it.
-    private func replayAppended(upTo end: Int64) throws {
+    /// Replays the records other opens appended, from this journal's end to `end`; returns
+    /// whether they ended cleanly. A torn or damaged tail is cut when `cutTail` (the flock is
+    /// held, so no live writer is inside: one died mid-write), as an open cuts it; without the
+    /// flock it is left for the next open that holds it, and this journal ends before it.
+    @discardableResult
+    private func replayAppended(upTo end: Int64, cutTail: Bool) throws -> Bool {
         let start = journal.size
         var reached: [UInt32: Int64] = [:]
         var relocatedFrom: Set<UInt32> = []
@@ -119,7 +146,7 @@ extension CacheEngine {
         case .clean: break
         case .tornTail(let offset), .corrupt(let offset, _):
             validEnd = Int64(offset)
-            try io.truncate(journal.descriptor, to: validEnd, path: journal.path)
+            if cutTail { try io.truncate(journal.descriptor, to: validEnd, path: journal.path) }
         }
         journal.adoptAppended(upTo: validEnd, count: walk.records)
         for (number, recordEnd) in reached {
@@ -127,6 +154,7 @@ extension CacheEngine {
             store.learn(segment: number, end: recordEnd)
         }
         for number in relocatedFrom where index.liveBytes(inSegment: number) == 0 { store.closeIfRetired(number) }
+        return validEnd == end
     }
 
     /// Loads the journal another open put in place of this one (a rewrite): from the snapshot

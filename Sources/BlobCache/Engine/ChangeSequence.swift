@@ -49,6 +49,11 @@ final class ChangeSequence: @unchecked Sendable {
     /// The sequence now.
     var value: UInt64 { counter.pointee.load(ordering: .acquiring) }
 
-    /// Sets the sequence (under the flock).
-    func store(_ value: UInt64) { counter.pointee.store(value, ordering: .releasing) }
+    /// Sets the sequence (under the flock). The fence keeps the file writes that follow an odd
+    /// value from being seen before it by a reader that checks the value before and after it
+    /// reads the journal (`CacheEngine.catchUpWithoutLock`).
+    func store(_ value: UInt64) {
+        counter.pointee.store(value, ordering: .releasing)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+    }
 }

@@ -5,14 +5,16 @@ import SystemPackage
 ///
 /// 1. under the lock, `CacheEngine.planPackCollection` picks the victim segments and the live
 ///    records to move, and reserves a number for a new segment;
-/// 2. outside it, `copy()` writes those records into the new segment, fsyncs it and names it;
-/// 3. under the lock, `CacheEngine.adopt` takes the segment in and journals the new place of
-///    every record still live where it was copied from;
+/// 2. outside it, `copy()` writes those records into a staged file and fsyncs it;
+/// 3. under the lock, `CacheEngine.adopt` names the segment (under another number if another
+///    process started a segment of that number meanwhile), fsyncs `packs/`, takes it in and
+///    journals the new place of every record still live where it was copied from;
 /// 4. outside it, the journal is fsynced (`journal`);
 /// 5. under the lock, `CacheEngine.finish` deletes the victims.
 ///
-/// Readers and writers run between the steps; each step under the lock checks again what the
-/// others changed. Nothing is deleted before the copies and the records naming them are durable.
+/// "The lock" is the engine's and `DIR/lock`'s flock: other threads and other processes read
+/// and write between the steps, and each step under the lock checks again what they changed.
+/// Nothing is deleted before the copies and the records naming them are durable.
 struct PackCollection: Sendable {
     /// A live record to copy, as the index knew it when the collection was planned.
     struct Move: Sendable {
@@ -22,6 +24,9 @@ struct PackCollection: Sendable {
         /// The bytes written to `source` when the collection was planned: a record the index
         /// places past them is cut short and not read (its length may be damaged).
         let sourceEnd: Int64
+
+        /// Whether the record lies within the bytes written to its source.
+        var fits: Bool { Int64(offset) + Int64(info.footprint) <= sourceEnd }
     }
 
     let victims: [UInt32]
@@ -34,58 +39,98 @@ struct PackCollection: Sendable {
     let files: CacheFiles
     let io: FileIO
 
-    /// What `copy()` wrote.
+    /// What `copy()` wrote: a staged, fsynced segment with the reserved number in its header.
     struct Copy: Sendable {
-        let segment: PackSegment
+        let staging: FilePath
+        let descriptor: FileDescriptor
+        let number: UInt32
+        let mappedLength: Int
         let end: Int64
         /// Each moved record with its offset in the new segment.
         let placed: [(info: BlobInfo, offset: UInt64)]
         /// Records that were cut short in their segment (a power cut in `.processCrashSafe`):
         /// not copied; their entries are dropped as a read would drop them.
         let cutShort: [BlobInfo]
+
+        /// Closes and removes the staged file, when `CacheEngine.adopt` never took it.
+        func discard(io: FileIO) {
+            io.close(descriptor)
+            _ = try? io.remove(staging)
+        }
     }
 
-    /// Writes the live records into a new segment staged beside `packs/`, fsyncs it, renames it
-    /// to its reserved name and fsyncs `packs/`. Nothing refers to the segment yet, so a crash
-    /// anywhere here leaves only dead bytes (and open trims them from a newest segment).
+    /// Writes the live records into a new segment staged beside `packs/` and fsyncs it. Its
+    /// name is given under the lock (`CacheEngine.adopt`): a crash before leaves a staged file
+    /// that the next open (or `compact`) sweeps once this process is gone.
     func copy() throws -> Copy? {
         guard let number else { return nil }
-        let path = files.segmentPath(number)
-        let staging = files.stagingPath(beside: path)
+        let staging = files.stagingPath(beside: files.segmentPath(number))
         let fd = try io.open(staging, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
                              permissions: io.filePermissions)
         var end = Int64(PackFormat.segmentHeaderSize)
         var placed: [(info: BlobInfo, offset: UInt64)] = []
         var cutShort: [BlobInfo] = []
+        var output: [UInt8] = []
+        output.reserveCapacity(Self.chunk + 64 << 10)
+        func writeOutput() throws {
+            try output.withUnsafeBytes { try io.writeAll(fd, $0, at: end, path: staging) }
+            end += Int64(output.count)
+            output.removeAll(keepingCapacity: true)
+        }
         do {
             try PackFormat.segmentHeader(number: number).withUnsafeBytes { try io.writeAll(fd, $0, at: 0, path: staging) }
-            for move in moves {
-                guard Int64(move.offset) + Int64(move.info.footprint) <= move.sourceEnd else {
-                    cutShort.append(move.info)
+            var next = 0
+            while next < moves.count {
+                guard moves[next].fits else {
+                    cutShort.append(moves[next].info)
+                    next += 1
                     continue
                 }
-                let image = try io.read(move.source.descriptor, count: move.info.footprint, at: Int64(move.offset),
-                                        path: move.source.path)
-                guard image.count == move.info.footprint else {
-                    cutShort.append(move.info)
-                    continue
+                // A run of records close together in one source, read with one pread.
+                let run = next..<runEnd(from: next)
+                let first = moves[run.lowerBound].offset
+                let spanEnd = moves[run].map { $0.offset + UInt64($0.info.footprint) }.max() ?? first
+                let span = try io.read(moves[next].source.descriptor, count: Int(spanEnd - first), at: Int64(first),
+                                       path: moves[next].source.path)
+                for move in moves[run] {
+                    let start = Int(move.offset - first), count = move.info.footprint
+                    guard start + count <= span.count else {   // the file ended early
+                        cutShort.append(move.info)
+                        continue
+                    }
+                    placed.append((move.info, UInt64(end) + UInt64(output.count)))
+                    output += span[start..<start + count]
                 }
-                try image.withUnsafeBytes { try io.writeAll(fd, $0, at: end, path: staging) }
-                placed.append((move.info, UInt64(end)))
-                end += Int64(image.count)
+                if output.count >= Self.chunk { try writeOutput() }
+                next = run.upperBound
             }
+            if !output.isEmpty { try writeOutput() }
             try io.sync(fd, path: staging)
-            try io.rename(staging, to: path)
         } catch {
             io.close(fd)
             _ = try? io.remove(staging)
             throw error
         }
-        let segment = PackSegment(number: number, path: path, descriptor: fd, mappedLength: mappedLength, io: io)
-        do { try io.syncDirectory(files.packs) } catch {
-            _ = try? io.remove(path)
-            throw error
+        return Copy(staging: staging, descriptor: fd, number: number, mappedLength: mappedLength,
+                    end: end, placed: placed, cutShort: cutShort)
+    }
+
+    /// About how many bytes `copy` reads or writes with one system call.
+    static let chunk = 1 << 20
+
+    /// The end of the run of moves from `start`: records of one source that fit in it, each
+    /// at most 64 KiB after the one before, spanning at most `chunk` bytes (or one record).
+    private func runEnd(from start: Int) -> Int {
+        var end = start + 1
+        var reach = moves[start].offset + UInt64(moves[start].info.footprint)
+        while end < moves.count {
+            let move = moves[end]
+            let moveEnd = move.offset + UInt64(move.info.footprint)
+            guard move.source === moves[start].source, move.fits, move.offset >= reach, move.offset - reach <= 64 << 10,
+                  moveEnd - moves[start].offset <= UInt64(Self.chunk) else { break }
+            reach = moveEnd
+            end += 1
         }
-        return Copy(segment: segment, end: end, placed: placed, cutShort: cutShort)
+        return end
     }
 }

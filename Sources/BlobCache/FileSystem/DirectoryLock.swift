@@ -88,20 +88,27 @@ final class DirectoryLock: @unchecked Sendable {
         return try body()
     }
 
+    /// How long a wait for another process yields the processor between attempts before it
+    /// sleeps between them (backing off from 50 µs to 1 ms).
+    static let yieldingWait = Duration.milliseconds(2)
+
     private func acquire() throws {
         guard let timeout else { return try lock(wait: true) }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        var pause = Duration.microseconds(20)
-        for attempt in 0... {
+        let spinUntil = clock.now.advanced(by: Self.yieldingWait)
+        var pause = Duration.microseconds(50)
+        while true {
             do { return try lock(wait: false) } catch BlobCacheError.inUse {}
-            guard clock.now < deadline else { break }
-            // Yield a few times first: most holds last microseconds (one operation).
-            if attempt < 4 { sched_yield(); continue }
+            let time = clock.now
+            guard time < deadline else { break }
+            // Most holds last one operation (microseconds): give the processor to the holder
+            // (or to anyone) and try again, rather than sleep past the release.
+            if time < spinUntil { sched_yield(); continue }
             let rest = deadline - clock.now
             var wait = timespec(tv_sec: 0, tv_nsec: Int(min(pause, rest).components.attoseconds / 1_000_000_000))
             nanosleep(&wait, nil)
-            pause = min(pause * 2, .milliseconds(2))
+            pause = min(pause * 2, .milliseconds(1))
         }
         throw BlobCacheError.inUse(path: root.string, pid: holderPid())
     }
@@ -147,16 +154,35 @@ final class DirectoryLock: @unchecked Sendable {
     /// flock held, so that no `isAlone` (which takes it exclusively for a moment) runs meanwhile.
     /// Without open-file-description locks (not Linux) an open never counts as alone.
     func joinOpens() {
-        try? io.system.lockPresence(descriptor, exclusive: false)
+        try? io.system.lockByte(descriptor, at: Self.presenceByte, .shared)
     }
 
     /// Whether no other open cache (in any process, this one included) has the directory open.
     /// Call with the flock held, so that no open joins meanwhile.
     var isAlone: Bool {
-        guard (try? io.system.lockPresence(descriptor, exclusive: true)) != nil else { return false }
-        try? io.system.lockPresence(descriptor, exclusive: false)
+        guard (try? io.system.lockByte(descriptor, at: Self.presenceByte, .exclusive)) != nil else { return false }
+        try? io.system.lockByte(descriptor, at: Self.presenceByte, .shared)
         return true
     }
+
+    private static let presenceByte: Int64 = 0
+
+    // MARK: Maintenance
+
+    /// Runs `body` when no other open cache (in any process) runs maintenance now, and
+    /// returns its result; `nil` at once otherwise (that open does the work). The claim is an
+    /// open-file-description lock on byte 1, so it goes with a process that dies.
+    func ifNoOtherMaintenance<T>(_ body: () throws -> T) rethrows -> T? {
+        do throws(Errno) { try io.system.lockByte(descriptor, at: Self.maintenanceByte, .exclusive) } catch {
+            // Without open-file-description locks (not Linux) opens may collect side by side.
+            guard error == .notSupported else { return nil }
+            return try body()
+        }
+        defer { try? io.system.lockByte(descriptor, at: Self.maintenanceByte, .unlocked) }
+        return try body()
+    }
+
+    private static let maintenanceByte: Int64 = 1
 
     /// Records this process as an opener (its pid in the file); returns whether the file held
     /// one already while this open is alone: a process crashed with the cache open. Call with

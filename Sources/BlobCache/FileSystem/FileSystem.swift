@@ -45,12 +45,19 @@ protocol FileSystem: Sendable {
     func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno)
     /// `flock(LOCK_UN)`. Not a fault point: releasing changes nothing on disk.
     func unlock(_ fd: FileDescriptor)
-    /// An open-file-description lock (`F_OFD_SETLK`) on the file's first byte, shared or
-    /// exclusive, failing with `EAGAIN` at once when it conflicts; independent of `flock`.
-    /// Every open cache holds it shared; taking it exclusively tells an open that it is alone.
-    func lockPresence(_ fd: FileDescriptor, exclusive: Bool) throws(Errno)
+    /// An open-file-description lock (`F_OFD_SETLK`) on the byte at `offset`, shared or
+    /// exclusive (or given back), failing with `EAGAIN` at once when it conflicts; independent
+    /// of `flock`, and given up when the file is closed. `DIR/lock` uses byte 0 for presence
+    /// (every open cache holds it shared; taking it exclusively tells an open that it is
+    /// alone) and byte 1 for maintenance (held exclusively while a pack collection runs).
+    func lockByte(_ fd: FileDescriptor, at offset: Int64, _ kind: ByteLock) throws(Errno)
     /// `fchmod`: sets an open file's or directory's mode bits (whatever the umask took away).
     func setPermissions(_ fd: FileDescriptor, _ permissions: FilePermissions) throws(Errno)
+}
+
+/// What `FileSystem.lockByte` does to a byte's lock.
+enum ByteLock: Sendable {
+    case shared, exclusive, unlocked
 }
 
 /// The kinds of call the seam counts, for fault injection and for reports of what a test ran.

@@ -89,12 +89,16 @@ struct PosixFileSystem: FileSystem {
 
     func unlock(_ fd: FileDescriptor) { _ = flock(fd.rawValue, LOCK_UN) }
 
-    func lockPresence(_ fd: FileDescriptor, exclusive: Bool) throws(Errno) {
+    func lockByte(_ fd: FileDescriptor, at offset: Int64, _ kind: ByteLock) throws(Errno) {
         #if os(Linux)
         var range = flock()
-        range.l_type = Int16(exclusive ? F_WRLCK : F_RDLCK)
+        switch kind {
+        case .shared: range.l_type = Int16(F_RDLCK)
+        case .exclusive: range.l_type = Int16(F_WRLCK)
+        case .unlocked: range.l_type = Int16(F_UNLCK)
+        }
         range.l_whence = Int16(SEEK_SET)
-        range.l_start = 0
+        range.l_start = off_t(offset)
         range.l_len = 1
         var result: Int32
         repeat {

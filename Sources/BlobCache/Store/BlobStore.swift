@@ -328,10 +328,13 @@ final class BlobStore: @unchecked Sendable {
     /// longer the one it has open (collected, and the number given to a new file by an open
     /// that never knew the old one), so that records of the new file are read from it.
     func dropIfReplaced(_ number: UInt32) {
+        // A segment file is never renamed away from its name, only unlinked: one that still
+        // has a link is the file of that name (one `fstat`, no path lookup, in the common case),
+        // and a file of that name beside one with none is another (whatever its inode number:
+        // the old one's may have been given to it).
         guard let held = activeSegment?.number == number ? activeSegment : openSegments.peek(number),
-              let current = io.status(files.segmentPath(number)),
-              let open = try? io.system.status(held.descriptor),
-              current.st_ino != open.st_ino || current.st_dev != open.st_dev else { return }
+              let open = try? io.system.status(held.descriptor), open.st_nlink == 0,
+              io.status(files.segmentPath(number)) != nil else { return }
         openSegments.close(number)
         if activeSegment?.number == number {
             activeSegment = nil

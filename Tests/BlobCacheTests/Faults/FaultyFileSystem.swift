@@ -238,9 +238,9 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
 
     func unlock(_ fd: FileDescriptor) { real.unlock(fd) }
 
-    func lockPresence(_ fd: FileDescriptor, exclusive: Bool) throws(Errno) {
+    func lockByte(_ fd: FileDescriptor, at offset: Int64, _ kind: ByteLock) throws(Errno) {
         try enter(.lock, path(of: fd))
-        try real.lockPresence(fd, exclusive: exclusive)
+        try real.lockByte(fd, at: offset, kind)
     }
 
     func lockExclusively(_ fd: FileDescriptor, wait: Bool) throws(Errno) {
