@@ -89,6 +89,38 @@ struct MultiProcessTests {
         #expect(report.findings.isEmpty, "\(report.findings)")
     }
 
+    @Test("a read without the flock never applies records whose write failed: another open's set written where they were survives (review finding)")
+    func readsSkipRecordsOfAFailedWrite() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        let writer = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.fileSystem = fileSystem })
+        // The other opens' clocks stand still: for them nothing expires.
+        let reader = try BlobCache(directory: dir.path, configuration: .testing { $0.lockTimeout = .zero })
+        let other = try BlobCache(directory: dir.path, configuration: .testing())
+        for n in 1...4 { try writer.set([UInt8(n)], forKey: "key-number-\(n)", expiry: .after(.seconds(10))) }
+        #expect(try reader.bytes(forKey: "key-number-1") == [1])
+        // The writer's four remove records: half of them written (complete records among
+        // them), then ENOSPC, and the journal cut back. The reader reads in between, without
+        // the flock (the writer holds it): it must not take in what is about to be cut.
+        let seen = Locked<Result<[UInt8]?, any Error>?>(nil)
+        fileSystem.shortWriteNext(pathSuffix: "/journal") { seen.withLock { $0 = Result { try reader.bytes(forKey: "key-number-2") } } }
+        clock.advance(by: .seconds(15))
+        #expect(throws: (any Error).self) { try writer.removeExpired() }
+        #expect(try seen.withLock { $0 }?.get() == [2])
+        // Another open appends an acknowledged set where the failed records were; then the
+        // reader writes, catching up under the flock from where it believes the journal ends.
+        let long = "acknowledged-by-another-open-" + String(repeating: "k", count: 40)
+        try other.set(Array(repeating: 7, count: 50), forKey: long)
+        try reader.set([9], forKey: "r")
+        let fresh = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(try fresh.bytes(forKey: long) == Array(repeating: 7, count: 50))
+        #expect(try fresh.bytes(forKey: "r") == [9])
+        for cache in [reader, other, fresh] { try cache.close() }
+        try? writer.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
     @Test("a pack collection names its segment when it is done: another open that started a segment of the reserved number keeps it")
     func collectionRenumbersItsSegment() throws {
         let dir = TemporaryDirectory()

@@ -102,6 +102,7 @@ extension CacheEngine {
         engine.sequence = ChangeSequence.open(files.sequence, io: io)
         if let sequence = engine.sequence {
             engine.appliedSequence = (sequence.value | 1) + 1
+            sequence.publish(committedEnd: engine.journal.size)
             sequence.store(engine.appliedSequence)
         }
         return (engine, report)

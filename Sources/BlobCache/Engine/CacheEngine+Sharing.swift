@@ -40,26 +40,29 @@ extension CacheEngine {
     }
 
     /// Brings the index up to date without the flock when other opens only appended records:
-    /// replays the complete records after this open's end (a writer may be mid-append: a torn
-    /// or unfinished tail is left alone, never cut). Returns whether a read may go on: every
-    /// operation acknowledged before the call is in the index (each wrote its records before
-    /// it let the flock go), and records of one still running may be too, which a read
-    /// running beside it may see or not. The index counts as current (`isCurrent`) only when
-    /// no writer was inside meanwhile: the sequence even and unchanged from before the replay
-    /// to after it, as a seqlock reader checks. `false` sends the read to the flock: a
-    /// rewritten journal (reloading it may need to cut its tail), no sequence, a failed read.
+    /// replays the records after this open's end up to the journal's committed end (published
+    /// in `DIR/sequence` by every writer before it lets the flock go; bytes past it are a
+    /// write in progress, or one that failed and will be cut). Returns whether a read may go
+    /// on: every operation acknowledged before the call is in the index. The index counts as
+    /// current (`isCurrent`) only when no writer was inside meanwhile: the sequence even and
+    /// unchanged from before the replay to after it, as a seqlock reader checks. `false` sends
+    /// the read to the flock: a rewritten journal, damage, no sequence, a failed read.
     func catchUpWithoutLock() -> Bool {
         guard let sequence else { return false }
         let seen = sequence.value
-        guard let status = try? io.system.status(journal.descriptor),
-              status.st_nlink > 0, Int64(status.st_size) >= journal.size else { return false }
-        var clean = true
-        if Int64(status.st_size) > journal.size {
-            guard let replayed = try? replayAppended(upTo: Int64(status.st_size), cutTail: false) else { return false }
-            clean = replayed
+        let committed = Int64(clamping: sequence.committedEnd)
+        // Loaded before the `fstat`: a journal rewritten since has no link left by then.
+        guard let status = try? io.system.status(journal.descriptor), status.st_nlink > 0 else { return false }
+        let end = min(committed, Int64(status.st_size))
+        // Behind this open's own end (not the journal it knows), or more than a read's worth
+        // (which would be mapped, and a cut under a mapping faults): the flock sorts it out.
+        guard end >= journal.size, end - journal.size <= Int64(MappedFile.readLimit) else { return false }
+        if end > journal.size {
+            // Committed records end cleanly; anything else is damage, for the flock's catch-up.
+            guard (try? replayAppended(upTo: end, cutTail: false)) == true else { return false }
         }
         atomicMemoryFence(ordering: .sequentiallyConsistent)
-        if clean, seen & 1 == 0, sequence.value == seen { appliedSequence = seen }
+        if seen & 1 == 0, end == committed, sequence.value == seen { appliedSequence = seen }
         return true
     }
 
@@ -79,9 +82,15 @@ extension CacheEngine {
         let before = (file: ObjectIdentifier(journal.file), size: journal.size)
         sequence?.store(appliedSequence + 1)
         let storeChanges = store.changes
+        let failedBefore = journal.failure != nil
         defer {
-            let changed = ObjectIdentifier(journal.file) != before.file || journal.size != before.size || store.changes != storeChanges
+            let failed = journal.failure != nil
+            let changed = ObjectIdentifier(journal.file) != before.file || journal.size != before.size
+                || store.changes != storeChanges || failed != failedBefore
             if changed { appliedSequence += 2 }
+            // The journal's size counts only records whose writes succeeded (a failed write is
+            // cut back): what reads without the flock may replay.
+            if !failed { sequence?.publish(committedEnd: journal.size) }
             sequence?.store(appliedSequence)
         }
         try writePendingAccesses()
@@ -144,6 +153,12 @@ extension CacheEngine {
         var validEnd = end
         switch walk.end {
         case .clean: break
+        case .corrupt where cutTail:
+            // Not a dead writer's unfinished record (that is a torn tail): damage, or this
+            // open's end is not where the file's records are. Replaying the whole journal
+            // finds the true boundary; cutting here could cut others' records.
+            try reload()
+            return false
         case .tornTail(let offset), .corrupt(let offset, _):
             validEnd = Int64(offset)
             if cutTail { try io.truncate(journal.descriptor, to: validEnd, path: journal.path) }

@@ -12,16 +12,18 @@ import SystemPackage
 final class ChangeSequence: @unchecked Sendable {
     /// The file's size: magic, version, the sequence, reserved.
     static let fileSize = 32
-    static let magic: [UInt8] = Array("BCSEQ\u{0}\u{0}\u{1}".utf8)   // 8 bytes, the last one the version
+    static let magic: [UInt8] = Array("BCSEQ\u{0}\u{0}\u{2}".utf8)   // 8 bytes, the last one the version
 
     private let base: UnsafeMutableRawPointer
     private let io: FileIO
     private let counter: UnsafeMutablePointer<Atomic<UInt64>>
+    private let committed: UnsafeMutablePointer<Atomic<UInt64>>
 
     private init(base: UnsafeMutableRawPointer, io: FileIO) {
         self.base = base
         self.io = io
         counter = (base + 8).assumingMemoryBound(to: Atomic<UInt64>.self)
+        committed = (base + 16).assumingMemoryBound(to: Atomic<UInt64>.self)
     }
 
     deinit { io.system.unmap(base, length: Self.fileSize) }
@@ -48,6 +50,14 @@ final class ChangeSequence: @unchecked Sendable {
 
     /// The sequence now.
     var value: UInt64 { counter.pointee.load(ordering: .acquiring) }
+
+    /// How many bytes of the journal now named `DIR/journal` hold records whose writes
+    /// succeeded: a read without the flock replays no further (bytes past it may be a write
+    /// in progress, or one that failed and is about to be cut).
+    var committedEnd: UInt64 { committed.pointee.load(ordering: .acquiring) }
+
+    /// Sets `committedEnd` (under the flock, before the sequence goes even).
+    func publish(committedEnd end: Int64) { committed.pointee.store(UInt64(max(0, end)), ordering: .releasing) }
 
     /// Sets the sequence (under the flock). The fence keeps the file writes that follow an odd
     /// value from being seen before it by a reader that checks the value before and after it

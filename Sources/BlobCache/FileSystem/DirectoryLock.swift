@@ -174,8 +174,10 @@ final class DirectoryLock: @unchecked Sendable {
     /// open-file-description lock on byte 1, so it goes with a process that dies.
     func ifNoOtherMaintenance<T>(_ body: () throws -> T) rethrows -> T? {
         do throws(Errno) { try io.system.lockByte(descriptor, at: Self.maintenanceByte, .exclusive) } catch {
-            // Without open-file-description locks (not Linux) opens may collect side by side.
-            guard error == .notSupported else { return nil }
+            // Held by another open. Any other failure (no open-file-description locks: not
+            // Linux, an old kernel, some network file systems) must not stop maintenance
+            // everywhere: opens then may maintain side by side, which is safe, only wasteful.
+            if error == .resourceTemporarilyUnavailable || error == .permissionDenied { return nil }
             return try body()
         }
         defer { try? io.system.lockByte(descriptor, at: Self.maintenanceByte, .unlocked) }

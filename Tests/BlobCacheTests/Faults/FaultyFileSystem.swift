@@ -42,6 +42,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var beforeOpen: (@Sendable (FilePath) -> Void)?
         var afterOpen: (@Sendable (FilePath) -> Void)?
         var beforeSync: (@Sendable (FilePath) -> Void)?
+        var shortWrite: (suffix: String, between: @Sendable () -> Void, writes: Int)?
     }
 
     private let real = PosixFileSystem()
@@ -156,7 +157,25 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         return try real.read(fd, into: buffer, at: offset)
     }
 
+    /// The next write to a file whose path ends with `suffix` writes half its bytes (a short
+    /// write, as when the disk fills up) and then runs `between`; the write after it to that
+    /// file fails with ENOSPC.
+    func shortWriteNext(pathSuffix suffix: String, between: @escaping @Sendable () -> Void) {
+        state.withLock { $0.shortWrite = (suffix, between, 0) }
+    }
+
     func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        let short = state.withLock { (state: inout State) -> (writes: Int, between: @Sendable () -> Void)? in
+            guard let plan = state.shortWrite, state.paths[fd.rawValue]?.string.hasSuffix(plan.suffix) == true else { return nil }
+            state.shortWrite = plan.writes == 0 ? (plan.suffix, plan.between, 1) : nil
+            return (plan.writes, plan.between)
+        }
+        if let short {
+            guard short.writes == 0 else { throw .noSpace }
+            let written = try real.write(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)), at: offset)
+            short.between()
+            return written
+        }
         try enter(.write, path(of: fd))
         let written = try real.write(fd, bytes, at: offset)
         record { $0.wrote(fd: fd.rawValue, bytes: Array(bytes.prefix(written)), at: offset) }
