@@ -163,6 +163,26 @@ struct MultiProcessTests {
         try second.close()
     }
 
+    @Test("an open that cannot map DIR/sequence is refused, its values kept: every writer must move the sequence")
+    func sequenceMustBeMapped() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        try cache.set([1, 2], forKey: "kept")
+        try cache.close()
+        try FileManager.default.removeItem(atPath: dir.appending("sequence"))
+        try FileManager.default.createDirectory(atPath: dir.appending("sequence"), withIntermediateDirectories: false)
+        #expect {
+            try BlobCache(directory: dir.path, configuration: .testing())
+        } throws: { error in
+            if case BlobCacheError.directoryUnusable(_, let reason) = error { return reason.contains("sequence") }
+            return false
+        }
+        try FileManager.default.removeItem(atPath: dir.appending("sequence"))
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(try reopened.bytes(forKey: "kept") == [1, 2])
+        try reopened.close()
+    }
+
     @Test("a segment file another open deleted and a third made anew under its number is read from the new file")
     func replacedSegmentIsReopened() throws {
         let dir = TemporaryDirectory()

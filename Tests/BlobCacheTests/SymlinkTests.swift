@@ -34,8 +34,8 @@ struct SymlinkTests {
         #expect(check.findings.contains { $0.problem == "not-a-regular-file" && $0.path.hasSuffix("999999.pack") })
     }
 
-    @Test("links where the journal, lock, snapshot, stats or config should be are never written through",
-          arguments: ["journal", "lock", "index", "stats", "config"])
+    @Test("links where the journal, lock, sequence, snapshot, stats or config should be are never written through",
+          arguments: ["journal", "lock", "sequence", "index", "stats", "config"])
     func fileLinks(name: String) throws {
         let dir = TemporaryDirectory()
         let (root, victim, bytes) = try makeCache(dir)

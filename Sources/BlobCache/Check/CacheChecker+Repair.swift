@@ -32,7 +32,10 @@ extension CacheChecker {
         }
         try engine.journal.sync()
         // Other opens catch up at their next operation.
-        if let sequence = engine.sequence { sequence.store((sequence.value | 1) + 1) }
+        if let sequence = engine.sequence {
+            sequence.publish(committedEnd: engine.journal.size)
+            sequence.store((sequence.value | 1) + 1)
+        }
     }
 }
 

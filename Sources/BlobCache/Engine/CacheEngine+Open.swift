@@ -99,12 +99,17 @@ extension CacheEngine {
         engine.counters = BlobCache.Counters()
         engine.savedCounters = .saved(in: files, io: io)
         // Whatever open changed, every other open catches up at its next operation.
-        engine.sequence = ChangeSequence.open(files.sequence, io: io)
-        if let sequence = engine.sequence {
-            engine.appliedSequence = (sequence.value | 1) + 1
-            sequence.publish(committedEnd: engine.journal.size)
-            sequence.store(engine.appliedSequence)
+        // Every open must move it when it writes, or others would skip its changes: a
+        // directory where it cannot be mapped is refused, as one whose lock cannot be opened.
+        guard let sequence = ChangeSequence.open(files.sequence, io: io) else {
+            throw BlobCacheError.directoryUnusable(path: files.root.string, reason:
+                "\(files.sequence) cannot be opened and mapped (a link or something else than a file in its place, or a file system without shared memory maps)")
         }
+        engine.sequence = sequence
+        engine.appliedSequence = (sequence.value | 1) + 1
+        sequence.publish(committedEnd: engine.journal.size)
+        sequence.store(engine.appliedSequence)
+        engine.checkedSequence = engine.appliedSequence
         return (engine, report)
     }
 

@@ -92,6 +92,7 @@ extension CacheEngine {
             // cut back): what reads without the flock may replay.
             if !failed { sequence?.publish(committedEnd: journal.size) }
             sequence?.store(appliedSequence)
+            checkedSequence = failed ? nil : appliedSequence
         }
         try writePendingAccesses()
         let result = Result { try body() }
@@ -101,11 +102,15 @@ extension CacheEngine {
 
     /// Brings the index up to date with the journal: replays the records appended since this
     /// open's end, or reloads a journal another open rewrote. Called holding the flock, before
-    /// anything is written: the journal and the active segment are checked whatever the
-    /// sequence says (an open that could not map it, or a killed writer, changes files without
-    /// moving it), so appends always go at the files' true ends.
+    /// anything is written. Unless the sequence still holds the value this open left at its
+    /// last operation under the flock (`checkedSequence`: nothing changed since, as every
+    /// writer moves it and a killed one leaves it odd), the journal and the active segment are
+    /// checked with `fstat` (a catch-up without the flock does not check the active segment),
+    /// so appends always go at the files' true ends.
     func catchUp() throws {
         let value = sequence?.value
+        if let value, value == checkedSequence { return }   // nobody wrote since this open's last operation
+        checkedSequence = nil
         let status: stat
         do throws(Errno) { status = try io.system.status(journal.descriptor) } catch {
             throw BlobCacheError.io(operation: "fstat", path: journal.path.string, errno: error)

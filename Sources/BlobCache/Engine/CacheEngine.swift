@@ -29,10 +29,15 @@ final class CacheEngine: @unchecked Sendable {
 
     /// `DIR/lock`, whose flock every operation that writes holds (`exclusively`).
     let lock: DirectoryLock
-    /// `DIR/sequence`, when it could be mapped (else every operation takes the flock).
+    /// `DIR/sequence` (every open maps it: `open` refuses a directory where it cannot).
     var sequence: ChangeSequence?
     /// The sequence at which the index was last brought up to date (even).
     var appliedSequence: UInt64 = 0
+    /// The sequence this open left at the end of its last operation under the flock, whose
+    /// catch-up checked the journal's and the active segment's files: while the sequence still
+    /// holds it no other open changed anything (every writer moves it), so the next operation
+    /// under the flock needs no `fstat` at all (how a process alone keeps its speed).
+    var checkedSequence: UInt64?
     /// Accesses that reads without the flock made due for the journal, by key: written by the
     /// next operation that holds it (`writePendingAccesses`).
     var pendingAccesses: [String: Int64] = [:]
