@@ -183,6 +183,60 @@ struct MultiProcessTests {
         try reopened.close()
     }
 
+    @Test("an open that fails after changing files leaves DIR/sequence odd, so no other open skips checking them; nothing acknowledged is lost (review finding)")
+    func failedOpenLeavesTheSequenceOdd() throws {
+        let dir = TemporaryDirectory()
+        let first = try BlobCache(directory: dir.path, configuration: .testing())
+        for n in 0..<8 { try first.set(Samples.random(2000, seed: UInt64(n)), forKey: "k\(n)") }
+        // A second open with a lower cap evicts at open; under .powerLossSafe it fsyncs the
+        // journal after writing the removals, and that fsync fails: the open throws.
+        let fileSystem = FaultyFileSystem()
+        fileSystem.arm(.init(call: .sync, occurrence: 1, fault: .fail(.ioError), pathSuffix: "/journal"))
+        #expect(throws: (any Error).self) {
+            try BlobCache(directory: dir.path, configuration: .testing {
+                $0.fileSystem = fileSystem
+                $0.durability = .powerLossSafe
+                $0.maxStoredBytes = 6000
+            })
+        }
+        #expect(fileSystem.fired)
+        #expect(readFile(dir.appending("sequence"))[8] & 1 == 1, "the failed open left the sequence even")
+        try first.set([7], forKey: "after")
+        try first.close()
+        let fresh = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(try fresh.bytes(forKey: "after") == [7])
+        for n in 0..<8 {
+            let value = try fresh.bytes(forKey: "k\(n)")
+            #expect(value == nil || value == Samples.random(2000, seed: UInt64(n)))
+        }
+        try fresh.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
+    @Test("a damaged DIR/sequence is written anew only by an open that is alone: beside another open it is refused, so no counter goes back (review finding)")
+    func sequenceRewrittenOnlyAlone() throws {
+        let dir = TemporaryDirectory()
+        let first = try BlobCache(directory: dir.path, configuration: .testing())
+        try first.set([1], forKey: "a")
+        let sequence = dir.appending("sequence")
+        let before = readFile(sequence)
+        try Data(repeating: 0, count: 32).write(to: URL(fileURLWithPath: sequence))
+        #expect {
+            try BlobCache(directory: dir.path, configuration: .testing())
+        } throws: { error in
+            if case BlobCacheError.directoryUnusable(_, let reason) = error { return reason.contains("other opens") }
+            return false
+        }
+        #expect(readFile(sequence) == [UInt8](repeating: 0, count: 32), "the file was rewritten beside another open")
+        try Data(before).write(to: URL(fileURLWithPath: sequence))
+        try first.set([2], forKey: "b")
+        try first.close()
+        try Data(repeating: 0, count: 32).write(to: URL(fileURLWithPath: sequence))
+        let alone = try BlobCache(directory: dir.path, configuration: .testing())   // alone: written anew
+        #expect(try alone.bytes(forKey: "a") == [1] && alone.bytes(forKey: "b") == [2])
+        try alone.close()
+    }
+
     @Test("a segment file another open deleted and a third made anew under its number is read from the new file")
     func replacedSegmentIsReopened() throws {
         let dir = TemporaryDirectory()

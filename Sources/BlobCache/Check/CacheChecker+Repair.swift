@@ -22,6 +22,9 @@ extension CacheChecker {
         let (engine, _) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
                                                lock: lock, alone: lock.isAlone)
         engine.holdsLock = true   // the caller holds the flock for the whole repair
+        // Odd while it changes files: a repair that fails midway leaves every other open to
+        // check the files at its next write.
+        if let sequence = engine.sequence { sequence.store(sequence.value | 1) }
         let damagedSegments = findings.filter { $0.problem == "pack-corrupt" }
             .compactMap { FilePath($0.path).lastComponent.flatMap { PackFormat.segmentNumber(fromFileName: $0.string) } }
         try engine.perform {

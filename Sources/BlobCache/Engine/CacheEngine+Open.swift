@@ -13,6 +13,10 @@ extension CacheEngine {
                                   synchronous: synchronous)
         let pipeline = BlobPipeline(files: files, io: io, codec: configuration.codec,
                                     packThreshold: configuration.packThreshold, durability: configuration.durability)
+        // Odd from before the first change to the end: an open that fails midway leaves it odd,
+        // so every other open checks the files at its next write (none skips its catch-up).
+        let sequence = try ChangeSequence.open(files.sequence, root: files.root, io: io, alone: alone)
+        sequence.store(sequence.value | 1)
         let journalPath = files.journal
         try io.remove(CacheFiles.temporary(for: journalPath))
         try io.remove(CacheFiles.temporary(for: files.snapshot))
@@ -99,12 +103,6 @@ extension CacheEngine {
         engine.counters = BlobCache.Counters()
         engine.savedCounters = .saved(in: files, io: io)
         // Whatever open changed, every other open catches up at its next operation.
-        // Every open must move it when it writes, or others would skip its changes: a
-        // directory where it cannot be mapped is refused, as one whose lock cannot be opened.
-        guard let sequence = ChangeSequence.open(files.sequence, io: io) else {
-            throw BlobCacheError.directoryUnusable(path: files.root.string, reason:
-                "\(files.sequence) cannot be opened and mapped (a link or something else than a file in its place, or a file system without shared memory maps)")
-        }
         engine.sequence = sequence
         engine.appliedSequence = (sequence.value | 1) + 1
         sequence.publish(committedEnd: engine.journal.size)

@@ -78,14 +78,14 @@ extension CacheEngine {
             holdsLock = false
             lock.release()
         }
-        try catchUp()
+        let catchUpCut = try catchUp()
         let before = (file: ObjectIdentifier(journal.file), size: journal.size)
         sequence?.store(appliedSequence + 1)
         let storeChanges = store.changes
         let failedBefore = journal.failure != nil
         defer {
             let failed = journal.failure != nil
-            let changed = ObjectIdentifier(journal.file) != before.file || journal.size != before.size
+            let changed = catchUpCut || ObjectIdentifier(journal.file) != before.file || journal.size != before.size
                 || store.changes != storeChanges || failed != failedBefore
             if changed { appliedSequence += 2 }
             // The journal's size counts only records whose writes succeeded (a failed write is
@@ -107,10 +107,14 @@ extension CacheEngine {
     /// writer moves it and a killed one leaves it odd), the journal and the active segment are
     /// checked with `fstat` (a catch-up without the flock does not check the active segment),
     /// so appends always go at the files' true ends.
-    func catchUp() throws {
+    /// Returns whether it cut the journal (a dead writer's tail, or damage found reloading):
+    /// a change other opens must see, whatever the operation then does.
+    @discardableResult
+    func catchUp() throws -> Bool {
         let value = sequence?.value
-        if let value, value == checkedSequence { return }   // nobody wrote since this open's last operation
+        if let value, value == checkedSequence { return false }   // nobody wrote since this open's last operation
         checkedSequence = nil
+        journalCut = false
         let status: stat
         do throws(Errno) { status = try io.system.status(journal.descriptor) } catch {
             throw BlobCacheError.io(operation: "fstat", path: journal.path.string, errno: error)
@@ -127,6 +131,7 @@ extension CacheEngine {
             if even != value { sequence?.store(even) }
             appliedSequence = even
         }
+        return journalCut
     }
 
     /// Replays the records other opens appended, from this journal's end to `end`; returns
@@ -166,7 +171,10 @@ extension CacheEngine {
             return false
         case .tornTail(let offset), .corrupt(let offset, _):
             validEnd = Int64(offset)
-            if cutTail { try io.truncate(journal.descriptor, to: validEnd, path: journal.path) }
+            if cutTail {
+                try io.truncate(journal.descriptor, to: validEnd, path: journal.path)
+                journalCut = true
+            }
         }
         journal.adoptAppended(upTo: validEnd, count: walk.records)
         for (number, recordEnd) in reached {
@@ -209,6 +217,7 @@ extension CacheEngine {
         case .tornTail(let offset), .corrupt(let offset, _):
             size = Int64(offset)
             try io.truncate(fd, to: size, path: path)
+            journalCut = true
         }
         keep = true
         journal = JournalFile(path: path, io: io, descriptor: fd, header: header, size: size,

@@ -38,6 +38,8 @@ final class CacheEngine: @unchecked Sendable {
     /// holds it no other open changed anything (every writer moves it), so the next operation
     /// under the flock needs no `fstat` at all (how a process alone keeps its speed).
     var checkedSequence: UInt64?
+    /// Whether the catch-up running now cut the journal (`catchUp` reports it).
+    var journalCut = false
     /// Accesses that reads without the flock made due for the journal, by key: written by the
     /// next operation that holds it (`writePendingAccesses`).
     var pendingAccesses: [String: Int64] = [:]

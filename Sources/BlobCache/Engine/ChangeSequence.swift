@@ -28,24 +28,35 @@ final class ChangeSequence: @unchecked Sendable {
 
     deinit { io.system.unmap(base, length: Self.fileSize) }
 
-    /// Maps `DIR/sequence`, writing its header first when it is missing, short or not one
-    /// (in place: other processes may have it mapped). Call with the flock held. `nil` when it
-    /// cannot be mapped (say, a link planted in its place): every operation then catches up
-    /// under the flock.
-    static func open(_ path: FilePath, io: FileIO) -> ChangeSequence? {
-        guard let fd = try? io.open(path, .readWrite, options: [.create, .noFollow], permissions: io.filePermissions) else { return nil }
+    /// Maps `DIR/sequence`. Call with the flock held. A missing, short or foreign file (an
+    /// older version's, say) is written anew in place, its counter at 2, but only by an open
+    /// that is `alone`: other opens may map it (a deleted one, even), and the counter must never
+    /// go back for them, nor two files serve one directory. Throws `directoryUnusable` when it
+    /// cannot be written or mapped (a link or a directory in its place, no shared maps).
+    static func open(_ path: FilePath, root: FilePath, io: FileIO, alone: Bool) throws -> ChangeSequence {
+        func refuse(_ reason: String) -> BlobCacheError {
+            .directoryUnusable(path: root.string, reason: "\(path): \(reason)")
+        }
+        let fd: FileDescriptor
+        do { fd = try io.open(path, .readWrite, options: [.create, .noFollow], permissions: io.filePermissions) } catch {
+            throw refuse("cannot be opened (\(error)); a link or a directory in its place is never followed")
+        }
         defer { io.close(fd) }
-        guard let size = try? io.regularFileSize(of: fd, path: path) else { return nil }
+        guard let size = try? io.regularFileSize(of: fd, path: path) else { throw refuse("not a regular file") }
         if size != Int64(fileSize) || (try? io.read(fd, count: magic.count, at: 0, path: path)) != magic {
+            guard alone else {
+                throw refuse("missing, damaged or of another version while other opens have the directory: open it again once they are closed")
+            }
             var image = magic + [UInt8](repeating: 0, count: fileSize - magic.count)
             image[8] = 2   // even: no writer inside
             do {
                 try io.truncate(fd, to: Int64(fileSize), path: path)
                 try image.withUnsafeBytes { try io.writeAll(fd, $0, at: 0, path: path) }
-            } catch { return nil }
+            } catch { throw refuse("cannot be written (\(error))") }
         }
-        guard let base = try? io.system.mapWritable(fd, length: fileSize) else { return nil }
-        return ChangeSequence(base: base, io: io)
+        do { return ChangeSequence(base: try io.system.mapWritable(fd, length: fileSize), io: io) } catch {
+            throw refuse("cannot be mapped (\(error)); the file system must support shared memory maps")
+        }
     }
 
     /// The sequence now.
