@@ -7,8 +7,9 @@
 #
 # Under a sanitizer the fault and power-loss suites take every 10th fault point, every 20th under
 # ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md), and the SIGKILL
-# suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE): the
-# plain run covers them all. Other arguments
+# suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE); under
+# ThreadSanitizer the tests whose work is in child processes (the CLI, crash writers) are skipped
+# (BLOBCACHE_SANITIZER): the plain run covers them all. Other arguments
 # go to `swift test` (for example --filter FaultTests). Exit status: swift test's (a sanitizer
 # report fails the run).
 set -euo pipefail
@@ -24,6 +25,7 @@ if [[ ${1:-} == --sanitize ]]; then
     *) echo "test.sh: unknown sanitizer $sanitizer (thread or address)" >&2; exit 2 ;;
   esac
   build=(--sanitize="$sanitizer" --scratch-path "$folder")
+  export BLOBCACHE_SANITIZER=$sanitizer
   export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-10}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0}
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}

@@ -4,7 +4,7 @@ import Testing
 
 /// `ls` and `export` at their edges (issue 11, item 8): keys judged by bytes and scalars, not
 /// by `Character`s; every key exported that can be.
-@Suite("CLI edges")
+@Suite("CLI edges", .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
 struct CLIEdgeTests {
     @Test("ls escapes every C0 control and DEL, so no key breaks a line or reaches the terminal raw")
     func listEscapesControls() throws {

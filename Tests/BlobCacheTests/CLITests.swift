@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-@Suite("blobcache command line", .serialized)
+@Suite("blobcache command line", .serialized, .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
 struct CLITests {
     @Test("put prints the blob id; get writes the bytes; a missing key exits 1 with one line on stderr")
     func putGet() throws {

@@ -26,7 +26,7 @@ import Testing
 /// restores it and replays the journal the writer added before it died.
 ///
 /// `BLOBCACHE_KILLS_SCALE` (a divisor, default 1) runs fewer kills, for sanitizer builds.
-@Suite("Crash safety (SIGKILL)", .serialized)
+@Suite("Crash safety (SIGKILL)", .serialized, .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
 struct CrashTests {
     static let scale = ProcessInfo.processInfo.environment["BLOBCACHE_KILLS_SCALE"].flatMap(Int.init).map { max(1, $0) } ?? 1
 

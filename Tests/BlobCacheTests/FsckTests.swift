@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-@Suite("blobcache fsck and compact", .serialized)
+@Suite("blobcache fsck and compact", .serialized, .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
 struct FsckTests {
     enum Damage: String, CaseIterable, CustomTestStringConvertible {
         case flipLooseByte, truncateLoose, deleteLoose, flipPackedByte, strayFile, tempFile,

@@ -260,7 +260,7 @@ struct MultiProcessTests {
         #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
     }
 
-    @Test("the lock file held by flock(1) for 2 s: get waits and succeeds; --wait 0 exits 8 at once naming the holder")
+    @Test("the lock file held by flock(1) for 2 s: get waits and succeeds; --wait 0 exits 8 at once naming the holder", .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
     func lockWait() throws {
         let dir = TemporaryDirectory()
         let cli = CLI(directory: dir.path)
@@ -283,12 +283,12 @@ struct MultiProcessTests {
         holder.waitUntilExit()
     }
 
-    @Test("4 writers at once, 2 of them SIGKILLed at random moments, twice: every acknowledged write reads back, fsck is clean")
+    @Test("4 writers at once, 2 of them SIGKILLed at random moments, twice: every acknowledged write reads back, fsck is clean", .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
     func writersKilledMidRun() throws {
         try runWriters(mode: "shared", seed: 70)
     }
 
-    @Test("the same under a 512 KiB cap: nothing wrong is ever read, the cap holds, fsck is clean")
+    @Test("the same under a 512 KiB cap: nothing wrong is ever read, the cap holds, fsck is clean", .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
     func cappedWritersKilledMidRun() throws {
         try runWriters(mode: "shared-capped", seed: 71)
     }

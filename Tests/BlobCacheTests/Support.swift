@@ -1,6 +1,17 @@
 import Foundation
+import Testing
 import SystemPackage
 @testable import BlobCache
+
+/// Whether the suite runs under ThreadSanitizer (`Tools/test.sh --sanitize thread` sets
+/// `BLOBCACHE_SANITIZER`). Tests whose work happens in child processes (the CLI, crash
+/// writers) are skipped there: a child does its work on one thread, where ThreadSanitizer has
+/// nothing to find, and each instrumented child costs a second or more to start; the plain and
+/// AddressSanitizer runs take them all.
+let underThreadSanitizer = ProcessInfo.processInfo.environment["BLOBCACHE_SANITIZER"] == "thread"
+
+/// Why a test is skipped under ThreadSanitizer.
+let childProcessesUnderTSan: Comment = "its work is in child processes: the plain and AddressSanitizer runs take it"
 
 /// A fresh directory under the system temp folder, removed when the test's scope ends.
 final class TemporaryDirectory {
