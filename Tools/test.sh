@@ -8,8 +8,9 @@
 # Under a sanitizer the fault and power-loss suites take every 10th fault point, every 20th under
 # ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md), and the SIGKILL
 # suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE); under
-# ThreadSanitizer the tests whose work is in child processes (the CLI, crash writers) are skipped
-# (BLOBCACHE_SANITIZER): the plain run covers them all. Other arguments
+# ThreadSanitizer the tests whose work is in child processes (the CLI, crash writers) and the
+# single-threaded fault, power-loss and disk-bound sweeps are skipped (BLOBCACHE_SANITIZER):
+# the plain run covers them all. Other arguments
 # go to `swift test` (for example --filter FaultTests). Exit status: swift test's (a sanitizer
 # report fails the run).
 set -euo pipefail

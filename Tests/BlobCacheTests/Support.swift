@@ -13,6 +13,12 @@ let underThreadSanitizer = ProcessInfo.processInfo.environment["BLOBCACHE_SANITI
 /// Why a test is skipped under ThreadSanitizer.
 let childProcessesUnderTSan: Comment = "its work is in child processes: the plain and AddressSanitizer runs take it"
 
+/// Why the fault, power-loss and disk-bound sweeps are skipped under ThreadSanitizer: each
+/// replays one thread's operations hundreds of times (a fresh cache, a fault, a reopen, a
+/// check), so it finds no race that the concurrency tests do not, at the cost of most of the
+/// sanitizer run; the plain run takes every fault point and AddressSanitizer every 10th.
+let singleThreadedUnderTSan: Comment = "one thread's operations replayed hundreds of times: the plain and AddressSanitizer runs take it"
+
 /// A fresh directory under the system temp folder, removed when the test's scope ends.
 final class TemporaryDirectory {
     let path: String

@@ -7,7 +7,7 @@ import Testing
 /// fails with EIO, with ENOSPC, or crashes the process there; then the invariants of
 /// `FaultScenario.check` hold. Under `.powerLossSafe`, a power cut at each fsync (and after the
 /// operation) with several drop sets keeps them too. The counts are printed.
-@Suite("Faults at every system call")
+@Suite("Faults at every system call", .disabled(if: underThreadSanitizer, singleThreadedUnderTSan))
 struct FaultTests {
     static let scenarios: [FaultScenario] = {
         let newPacked = Samples.random(1800, seed: 7001)

@@ -7,7 +7,7 @@ import Testing
 /// fsync reaches the disk) and once after it returned; for each cut, several drop sets of the
 /// writes and name changes no fsync had made durable are applied (`PowerLossModel`), and the
 /// directory that leaves must keep every invariant of `FaultScenario.check`.
-@Suite("Power loss")
+@Suite("Power loss", .disabled(if: underThreadSanitizer, singleThreadedUnderTSan))
 struct PowerLossTests {
     static let scenarios: [FaultScenario] = FaultTests.scenarios
         .filter { !["fsck --repair", "snapshot write (close)"].contains($0.name) }
