@@ -10,7 +10,7 @@ import SystemPackage
 ///
 ///     if sequence.value == engine.appliedSequence { /* the index is current */ }
 final class ChangeSequence: @unchecked Sendable {
-    /// The file's size: magic, version, the sequence, reserved.
+    /// The file's size: magic and version, the sequence, the committed end, reserved.
     static let fileSize = 32
     static let magic: [UInt8] = Array("BCSEQ\u{0}\u{0}\u{2}".utf8)   // 8 bytes, the last one the version
 
