@@ -7,6 +7,9 @@ import Testing
 private struct ReferenceModel {
     struct Item { var value: [UInt8]; var id: BlobID; var pinned: Bool; var expiry: Int64 }
     var items: [String: Item] = [:]
+    /// The changes an observer must see, in order (sorted within a step where the order is
+    /// the engine's own: a sweep of expired entries).
+    var changes: [BlobCache.Change] = []
     /// Unpinned keys, least recently used first.
     var lru: [String] = []
     let maxEntries: Int
@@ -19,30 +22,35 @@ private struct ReferenceModel {
     }
 
     mutating func set(_ key: String, _ value: [UInt8], pinned: Bool, expiry: Int64) {
-        remove(key)
+        remove(key, reason: nil)
         items[key] = Item(value: value, id: BlobID(hashing: value), pinned: pinned, expiry: expiry)
+        changes.append(.set(key: key, id: BlobID(hashing: value)))
         if !pinned { lru.append(key) }
-        while items.count > maxEntries || storedBytes > maxBytes { remove(lru.first!) }
+        while items.count > maxEntries || storedBytes > maxBytes { remove(lru.first!, reason: .evicted) }
     }
 
     mutating func get(_ key: String, now: Int64) -> [UInt8]? {
         guard let item = items[key] else { return nil }
-        if item.expiry <= now { remove(key); return nil }
+        if item.expiry <= now { remove(key, reason: .expired); return nil }
         if !item.pinned { lru.removeAll { $0 == key }; lru.append(key) }
         return item.value
     }
 
-    mutating func remove(_ key: String) {
+    mutating func remove(_ key: String, reason: RemovalReason?) {
         guard items.removeValue(forKey: key) != nil else { return }
+        if let reason { changes.append(.removed(key: key, reason: reason)) }
         lru.removeAll { $0 == key }
     }
 
-    mutating func removeExpired(now: Int64) {
-        for (key, item) in items where item.expiry <= now { remove(key) }
+    mutating func removeExpired(now: Int64, observed: Bool = true) {
+        for (key, item) in items where item.expiry <= now { remove(key, reason: observed ? .expired : nil) }
     }
 
     mutating func removeAllUnpinned() {
-        for key in lru { items[key] = nil }
+        for key in lru {
+            items[key] = nil
+            changes.append(.removed(key: key, reason: .cleared))
+        }
         lru = []
     }
 }
@@ -51,8 +59,11 @@ private struct ReferenceModel {
 struct ModelTests {
     /// Seed 1 reopens by replaying the journal; seed 2 from a snapshot written at every close;
     /// seed 3 from a snapshot plus the journal written after it (rewritten every 2 KiB).
+    /// The memory tier is on (every value fits in it) and an observer listens throughout:
+    /// every read agrees with the model whether memory or disk served it, and the changes the
+    /// observer receives are the model's.
     @Test("thousands of random operations agree with a reference model", arguments: [1, 2, 3] as [UInt64])
-    func randomOperations(seed: UInt64) throws {
+    func randomOperations(seed: UInt64) async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let maxEntries = 25, maxBytes = 60_000
@@ -64,6 +75,7 @@ struct ModelTests {
             // Other tests spawn child processes: between fork and exec a child briefly holds
             // a copy of every descriptor, the lock's included. Wait for it rather than fail.
             $0.lockTimeout = nil
+            $0.memoryLimit = 64 << 10
         }
         var generator = SeededGenerator(seed: seed)
         // A pool of values, so keys often share blobs; pinned entries use the small ones.
@@ -76,7 +88,9 @@ struct ModelTests {
         })
         var model = ReferenceModel(maxEntries: maxEntries, maxBytes: maxBytes, footprint: footprints)
         var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock, configure))
+        var changes = cache.changes().makeAsyncIterator()
         let now = { Nanoseconds.from(clock.now()) }
+        var memoryHits = 0
 
         for step in 0..<3000 {
             let key = "key-\(generator.next() % 40)"
@@ -91,14 +105,18 @@ struct ModelTests {
                 #expect(same(try cache.bytes(forKey: key), model.get(key, now: now())), "step \(step): get \(key)")
             case 75..<83:
                 #expect(try cache.removeValue(forKey: key) == (model.items[key] != nil), "step \(step): remove \(key)")
-                model.remove(key)
+                model.remove(key, reason: .explicit)
             case 83..<90:
                 clock.advance(by: .seconds(Int64(generator.next() % 30)))
             case 90..<94:
+                memoryHits += cache.statistics().memoryHits
                 try cache.close()
+                #expect(await changes.next() == nil, "step \(step): the stream ends at close")
                 cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock, configure))
+                changes = cache.changes().makeAsyncIterator()
                 if seed == 2 { #expect(cache.openReport.restoredFromSnapshot, "step \(step): snapshot used") }
-                model.removeExpired(now: now())
+                // Dropped by the open, before anyone could listen.
+                model.removeExpired(now: now(), observed: false)
             case 94..<96:
                 try cache.compact()
                 model.removeExpired(now: now())
@@ -109,6 +127,14 @@ struct ModelTests {
                 try cache.removeAll()
                 model.removeAllUnpinned()
             }
+            // The observer saw exactly the model's changes: everything up to a marker put
+            // through the same delivery after the step.
+            cache.changeHub.publish([.set(key: "\u{1}marker", id: BlobID(hashing: []))])
+            var seen: [BlobCache.Change] = []
+            while let change = await changes.next(), change.key != "\u{1}marker" { seen.append(change) }
+            let byKey = { (changes: [BlobCache.Change]) in changes.map { "\($0)" }.sorted() }
+            #expect(byKey(seen) == byKey(model.changes), "step \(step): changes")
+            model.changes.removeAll()
             // After every step: the same entries, the same LRU order, the same totals.
             let entries = try cache.entries()
             let unpinned = entries.filter { !$0.pinned }.map(\.key)
@@ -123,5 +149,7 @@ struct ModelTests {
         for (key, item) in model.items where item.expiry > now() {
             #expect(same(try cache.bytes(forKey: key), item.value))
         }
+        memoryHits += cache.statistics().memoryHits
+        #expect(memoryHits > 20, "the memory tier served reads (\(memoryHits))")
     }
 }

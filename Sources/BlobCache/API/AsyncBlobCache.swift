@@ -63,8 +63,13 @@ public struct AsyncBlobCache: Sendable {
 
     private func run<T: Sendable>(_ body: @escaping @Sendable (BlobCache) throws -> T) async throws -> T {
         let cache = self.cache
-        return try await withCheckedThrowingContinuation { continuation in
-            Self.queue.async { continuation.resume(with: Result { try body(cache) }) }
+        return try await Self.run { try body(cache) }
+    }
+
+    /// Runs `body` on BlobCache's I/O queue (never on Swift's cooperative threads) and awaits it.
+    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
         }
     }
 }

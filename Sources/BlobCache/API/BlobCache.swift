@@ -37,6 +37,16 @@ public final class BlobCache: Sendable {
     /// Hashing, encoding, staging and reading: the work done outside the lock.
     private let pipeline: BlobPipeline
     private let defaultExpiry: Expiry
+    /// The consumers of `changes(forKeysWithPrefix:)`.
+    let changeHub = ChangeHub()
+    /// The loads `value(forKey:expiry:loadingWith:)` has running, by raw key.
+    let flights = FlightTable()
+    /// Logger and metrics.
+    let telemetry: Telemetry
+    /// Whether values read from disk are offered to the memory tier.
+    let remembersValues: Bool
+    /// `statistics()` after `close()`: the figures at the close.
+    let finalStatistics = Locked(Statistics(sinceOpen: Counters(), lifetime: Counters()))
 
     /// Keys are non-empty, at most this many bytes of UTF-8, and do not start with U+0000.
     public static let maxKeyBytes = 1 << 20
@@ -49,6 +59,7 @@ public final class BlobCache: Sendable {
     ///     let cache = try BlobCache(directory: "/var/cache/thumbnails")
     public init(directory: String, configuration: Configuration = Configuration(), createDirectory: Bool = true) throws {
         try configuration.validate()
+        let telemetry = Telemetry(logger: configuration.logger, factory: configuration.metricsFactory)
         let files = CacheFiles(root: FilePath(directory))
         try Self.prepareDirectory(files.root, create: createDirectory,
                                   io: FileIO(configuration.fileSystem, sharedWithGroup: configuration.shareWithGroup))
@@ -65,6 +76,9 @@ public final class BlobCache: Sendable {
                 return try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
                                             lock: lock, alone: alone, previousHolderCrashed: crashed)
             }
+            engine.memory = MemoryTier(limit: configuration.memoryLimit)
+            engine.changeHub = changeHub
+            engine.telemetry = telemetry
             self.state = Locked(engine)
             self.openReport = report
             self.pipeline = engine.pipeline
@@ -75,6 +89,9 @@ public final class BlobCache: Sendable {
         self.directoryLock = lock
         self.directory = directory
         self.defaultExpiry = configuration.defaultExpiry
+        self.telemetry = telemetry
+        self.remembersValues = configuration.memoryLimit > 0
+        telemetry.logOpen(openReport, directory: directory)
     }
 
     deinit { try? close() }
@@ -89,6 +106,13 @@ public final class BlobCache: Sendable {
     @discardableResult
     public func set(_ value: some ContiguousBytes, forKey key: String, expiry: Expiry? = nil, pinned: Bool = false) throws -> BlobID {
         try Self.validate(key)
+        return try set(value, forRawKey: key, expiry: expiry, pinned: pinned)
+    }
+
+    /// `set` of a key already validated (and made raw by a namespace).
+    func set(_ value: some ContiguousBytes, forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> BlobID {
+        let start = telemetry.startTime
+        defer { telemetry.finished(set: true, key: key, since: start) }
         return try value.withUnsafeBytes { try put($0, key: key, expiry: expiry ?? defaultExpiry, pinned: pinned) }
     }
 
@@ -97,6 +121,13 @@ public final class BlobCache: Sendable {
     ///
     ///     if let bytes = try cache.bytes(forKey: "avatar/42") { show(bytes) }
     public func bytes(forKey key: String) throws -> [UInt8]? {
+        try bytes(forRawKey: key)
+    }
+
+    /// `bytes(forKey:)` of a raw key (a namespace's, or the cache's own).
+    func bytes(forRawKey key: String) throws -> [UInt8]? {
+        let start = telemetry.startTime
+        defer { telemetry.finished(set: false, key: key, since: start) }
         guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else { return nil }
         return try finishRead(ticket, key: key)
     }
@@ -200,6 +231,8 @@ public final class BlobCache: Sendable {
     ///
     ///     try cache.close()
     public func close() throws {
+        // Ends the change streams whatever happens (outside the lock: a stream's end calls back).
+        defer { changeHub.finishAll() }
         // Waits for maintenance running on another thread to finish its steps.
         try maintenanceGate.withLock { _ in try closeEngine() }
     }
@@ -213,6 +246,7 @@ public final class BlobCache: Sendable {
             // After a failed journal write there is nothing safe to add: reopening replays the
             // journal as it stands.
             guard open.journal.failure == nil else { return }
+            finalStatistics.withLock { $0 = open.statistics }
             try open.exclusively {
                 try open.persistRecency()
                 try? open.compactJournalIfRedundant()
@@ -273,8 +307,15 @@ public final class BlobCache: Sendable {
         try state.withLock { engine in
             guard let engine else { throw BlobCacheError.closed }
             if let failure = engine.journal.failure { throw failure }
+            // Published before the lock goes, so consumers get changes in the order they were made.
+            defer { if !engine.madeChanges.isEmpty { publishChanges(of: engine) } }
             return try body(engine)
         }
+    }
+
+    private func publishChanges(of engine: CacheEngine) {
+        changeHub.publish(engine.madeChanges)
+        engine.madeChanges.removeAll()
     }
 
     /// Runs one engine operation under the lock, through its commit path, then (with the
@@ -324,14 +365,18 @@ public final class BlobCache: Sendable {
     }
 
     private func finishRead(_ ticket: CacheEngine.ReadTicket, key: String? = nil) throws -> [UInt8]? {
+        if let value = ticket.value { return value }
         switch try pipeline.read(ticket.info, at: ticket.location) {
         case .success(let value):
+            if remembersValues { remember(value, id: ticket.info.id) }
             return value
         case .failure:
             switch try perform({ try $0.blobFailed(ticket.info, key: key) }) {
             case .value(let value): return value
             case .miss: return nil
-            case .damaged(let error): throw error
+            case .damaged(let error):
+                telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
+                throw error
             }
         }
     }

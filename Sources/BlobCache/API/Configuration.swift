@@ -1,3 +1,6 @@
+import Logging
+import CoreMetrics
+
 extension BlobCache {
     /// How a cache behaves: limits, expiry, compression, durability, and its clock.
     ///
@@ -41,6 +44,31 @@ extension BlobCache {
         /// A read journals its access when the journaled one is older than this, so recency
         /// survives a crash to within this interval (a clean close keeps it exactly).
         public var accessJournalInterval: Duration = .seconds(60)
+        /// Bytes of decoded values kept in memory, least recently used out first (by bytes);
+        /// values larger than `memoryLimit / 8` are not kept; `0` turns the memory tier off.
+        /// Default 16 MiB. A hit there costs no disk read and no decompression, and is never
+        /// stale: the tier is keyed by content id and consulted only after the index (which
+        /// follows every set, remove, expiry and eviction, other processes' included) says
+        /// which id the key holds. Values enter it when read; `purgeMemory()` empties it.
+        ///
+        ///     configuration.memoryLimit = 64 << 20
+        public var memoryLimit: Int = 16 << 20
+        /// Where the cache logs (apple/swift-log): recovery at open (a torn tail cut, a damaged
+        /// journal rewritten, lost blobs dropped) at `notice` and `warning`, damaged blobs found
+        /// by reads at `warning`, maintenance at `debug`; nothing per operation above `debug`.
+        /// The default logger discards everything; the library never bootstraps `LoggingSystem`.
+        ///
+        ///     configuration.logger = Logger(label: "myapp.cache")
+        public var logger = Logger(label: "blobcache", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Where metrics go (apple/swift-metrics): `nil` (the default) uses the factory the
+        /// application bootstrapped `MetricsSystem` with before opening the cache; none
+        /// bootstrapped, no metrics and no cost. Counters `blobcache.hits`, `.misses`,
+        /// `.memory_hits`, `.deduped_sets`, `.evictions`, `.bytes_read`, `.bytes_written` and
+        /// timers `blobcache.get.duration`, `blobcache.set.duration`, each with the dimension
+        /// `namespace` (`""` outside namespaces). The library never bootstraps `MetricsSystem`.
+        ///
+        ///     configuration.metricsFactory = myPrometheusFactory
+        public var metricsFactory: (any MetricsFactory)? = nil
         /// The clock for creation, access and expiry times.
         public var clock: any CacheClock = SystemClock()
         /// Journal growth past the index snapshot after which a clean close rewrites it
@@ -66,6 +94,9 @@ extension BlobCache {
             }
             guard packSegmentLimit >= 1 << 16, packSegmentLimit <= PackFormat.maxSegmentLimit else {
                 throw BlobCacheError.invalidConfiguration(reason: "packSegmentLimit must be 64 KiB to 16 GiB")
+            }
+            guard memoryLimit >= 0 else {
+                throw BlobCacheError.invalidConfiguration(reason: "memoryLimit must not be negative, got \(memoryLimit)")
             }
             if let lockTimeout, lockTimeout < .zero {
                 throw BlobCacheError.invalidConfiguration(reason: "lockTimeout must not be negative")

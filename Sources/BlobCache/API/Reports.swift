@@ -45,10 +45,17 @@ extension BlobCache {
 
     /// Operation counts over the cache's life (saved in `DIR/stats` at each clean close).
     public struct Counters: Sendable, Equatable, Codable {
-        /// Reads that returned a value.
+        /// Reads that returned a value (from memory or from disk).
         public var hits = 0
         /// Reads of absent or expired keys (and damaged blobs).
         public var misses = 0
+        /// Hits served from the memory tier, without reading the disk (`Configuration.memoryLimit`).
+        public var memoryHits = 0
+        /// Bytes of the values reads returned.
+        public var bytesRead = 0
+        /// Bytes written to disk for new blobs (compressed, headers included); a deduplicated
+        /// set writes none.
+        public var bytesWritten = 0
         /// Values stored.
         public var sets = 0
         /// Sets whose value was already stored (nothing written but the journal record).
@@ -63,6 +70,41 @@ extension BlobCache {
         public var journalCompactions = 0
         /// Pack garbage collection runs.
         public var packCollections = 0
+
+        /// Sets whose value was already stored: `deduplicatedSets`.
+        public var dedupedSets: Int { deduplicatedSets }
+        /// hits / (hits + misses); 0 before the first read.
+        public var hitRatio: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
+
+        /// No counts yet.
+        ///
+        ///     let zero = BlobCache.Counters()
+        public init() {}
+
+        private enum CodingKeys: String, CodingKey {
+            case hits, misses, memoryHits, bytesRead, bytesWritten, sets, deduplicatedSets, evictions, expirations
+            case corruptReads, journalCompactions, packCollections
+        }
+
+        /// Decodes counts saved by any version: a count the file does not hold (written before it
+        /// was kept) is zero.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+            self.init()
+            hits = try count(.hits)
+            misses = try count(.misses)
+            memoryHits = try count(.memoryHits)
+            bytesRead = try count(.bytesRead)
+            bytesWritten = try count(.bytesWritten)
+            sets = try count(.sets)
+            deduplicatedSets = try count(.deduplicatedSets)
+            evictions = try count(.evictions)
+            expirations = try count(.expirations)
+            corruptReads = try count(.corruptReads)
+            journalCompactions = try count(.journalCompactions)
+            packCollections = try count(.packCollections)
+        }
     }
 
     /// Sizes and counts of what the cache holds.

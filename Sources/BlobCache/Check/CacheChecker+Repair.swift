@@ -66,6 +66,6 @@ extension CacheEngine {
         var slots: [Int32] = []
         for slot in index.liveSlots where damaged.contains(index.blob(ofEntry: slot).id) { slots.append(slot) }
         // A corrupt loose file goes with its last entry, once the records are down.
-        for slot in slots { remove(slot: slot, reason: .repair) }
+        for slot in slots { remove(slot: slot, reason: .damaged) }
     }
 }

@@ -14,8 +14,39 @@ extension CacheEngine {
 
     /// Removes every entry (pinned ones only when asked).
     func removeAll(includingPinned: Bool) {
+        noteClearing(includingPinned: includingPinned)
         index.removeAll(includingPinned: includingPinned).forEach(release)
         journal.append(.removeAll(includingPinned: includingPinned))
+    }
+
+    /// Records a `.cleared` change for each entry a remove-all is about to drop (when observed).
+    func noteClearing(includingPinned: Bool) {
+        guard recordsChanges else { return }
+        for slot in index.liveSlots where includingPinned || !index.entry(at: slot).pinned {
+            madeChanges.append(.removed(key: index.key(at: slot), reason: .cleared))
+        }
+    }
+
+    /// Applies a record another open wrote (catch-up replay), recording the change it makes
+    /// when observed; `false` when the index cannot take it (see `CacheIndex.apply`).
+    func applyReplayed(_ record: JournalRecord) -> Bool {
+        guard recordsChanges else { return index.apply(record) }
+        switch record {
+        case .set(let entry):
+            guard index.apply(record) else { return false }
+            madeChanges.append(.set(key: entry.key, id: entry.blob.id))
+        case .remove(let key, let reason):
+            let held = index.slot(of: key) != nil
+            guard index.apply(record) else { return false }
+            if held { madeChanges.append(.removed(key: key, reason: reason)) }
+        case .removeAll(let includingPinned):
+            guard index.admits(record) else { return false }
+            noteClearing(includingPinned: includingPinned)
+            return index.apply(record)
+        case .access, .relocate:
+            return index.apply(record)
+        }
+        return true
     }
 
     // MARK: Close

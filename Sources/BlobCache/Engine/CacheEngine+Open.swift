@@ -139,7 +139,7 @@ extension CacheEngine {
             if recordEnd <= fileEnd { end = max(end, recordEnd) } else { lost.insert(blob.id) }
         }
         if !lost.isEmpty {
-            for slot in index.liveSlots where lost.contains(index.blob(ofEntry: slot).id) { remove(slot: slot, reason: .repair) }
+            for slot in index.liveSlots where lost.contains(index.blob(ofEntry: slot).id) { remove(slot: slot, reason: .damaged) }
         }
         guard alone else { return }
         if end == Int64(PackFormat.segmentHeaderSize), try !store.hasValidHeader(newest) {

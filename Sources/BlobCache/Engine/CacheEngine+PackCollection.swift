@@ -91,7 +91,7 @@ extension CacheEngine {
                 guard image.count == info.footprint else {
                     // The record was cut short (a power cut in .processCrashSafe mode): copying
                     // it would misplace every record after it. Its entries go, as a read would drop them.
-                    for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .repair) }
+                    for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .damaged) }
                     continue
                 }
                 var moved = info
@@ -187,7 +187,7 @@ extension CacheEngine {
             journal.append(.relocate(moved))
         }
         for info in copy.cutShort where index.blob(info.id)?.info.place == info.place {
-            for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .repair) }
+            for slot in index.liveSlots where index.blob(ofEntry: slot).id == info.id { remove(slot: slot, reason: .damaged) }
         }
         return journal.file
     }

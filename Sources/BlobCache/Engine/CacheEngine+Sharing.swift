@@ -157,7 +157,7 @@ extension CacheEngine {
                     note(blob)
                 default: break
                 }
-                return index.apply(record)
+                return applyReplayed(record)
             }
         }
         var validEnd = end
@@ -222,12 +222,31 @@ extension CacheEngine {
         keep = true
         journal = JournalFile(path: path, io: io, descriptor: fd, header: header, size: size,
                               recordCount: prior + walk.records, synchronous: journal.synchronous)
+        if recordsChanges { noteDifferences(from: index, to: fresh) }
         index = fresh
         try store.rescan()
         index.forEachBlob { blob in
             if case .packed(let number, let offset) = blob.info.place {
                 store.learn(segment: number, end: Int64(offset) + Int64(blob.info.footprint))
             }
+        }
+    }
+
+    /// Records the changes between the index before a reload and after it (another open
+    /// rewrote the journal, so its records are gone): keys with a new value are `.set`, keys
+    /// gone are `.removed`, `expired` when their expiry has passed and `explicit` otherwise
+    /// (the rewrite kept no record of why).
+    private func noteDifferences(from old: CacheIndex, to new: CacheIndex) {
+        let time = now()
+        for slot in old.liveSlots {
+            let key = old.key(at: slot)
+            if new.slot(of: key) == nil {
+                madeChanges.append(.removed(key: key, reason: old.entry(at: slot).expiry <= time ? .expired : .explicit))
+            }
+        }
+        for slot in new.liveSlots {
+            let key = new.key(at: slot), id = new.blob(ofEntry: slot).id
+            if old.slot(of: key).map({ old.blob(ofEntry: $0).id }) != id { madeChanges.append(.set(key: key, id: id)) }
         }
     }
 

@@ -48,6 +48,22 @@ final class CacheEngine: @unchecked Sendable {
     /// Whether the running operation holds the flock (a read on a current index does not).
     var holdsLock = false
 
+    /// Decoded values kept in memory, by blob id (`Configuration.memoryLimit`).
+    var memory = MemoryTier(limit: 0)
+    /// Where changes go (`BlobCache.changes(forKeysWithPrefix:)`); they are recorded only
+    /// while somebody listens.
+    var changeHub: ChangeHub?
+    /// Changes made by the running operation (and by others' records it replayed), published
+    /// by the facade before it lets go of the lock.
+    var madeChanges: [BlobCache.Change] = []
+    /// Byte caps of namespaces set in this open, by key prefix (`NamespaceKey`).
+    var namespaceLimits: [String: Int] = [:]
+    /// Logs recovery and maintenance events; metrics of hits, misses, bytes and latency.
+    var telemetry = Telemetry.disabled
+
+    /// Whether changes are being recorded now.
+    var recordsChanges: Bool { changeHub?.isObserved ?? false }
+
     /// Maintenance runs that failed after their operation had committed (kept for tests; the
     /// operation itself succeeded).
     var maintenanceFailures = 0
@@ -94,7 +110,7 @@ final class CacheEngine: @unchecked Sendable {
     func perform<T>(_ body: () throws -> T) throws -> T {
         // Without the flock nothing may be written: a cap lowered by another open's limits
         // would evict, so such an operation runs again holding it.
-        if !holdsLock && isOverLimits { throw NeedsLock() }
+        if !holdsLock && (isOverLimits || (!namespaceLimits.isEmpty && isOverNamespaceLimits)) { throw NeedsLock() }
         let outcome = Result { try body() }
         evictToLimits()
         // Nothing written, nothing to delete (most reads): nothing to commit.
@@ -160,7 +176,9 @@ final class CacheEngine: @unchecked Sendable {
     /// Queues the deletion of a blob no entry refers to any more. A packed blob's record just
     /// becomes dead space until pack garbage collection.
     func release(_ blob: BlobInfo?) {
-        if let blob, case .loose = blob.place { dispose(.looseBlob(blob.id)) }
+        guard let blob else { return }
+        memory.remove(blob.id)
+        if case .loose = blob.place { dispose(.looseBlob(blob.id)) }
     }
 
     // MARK: Set
@@ -171,6 +189,7 @@ final class CacheEngine: @unchecked Sendable {
         try checkRoom(for: blob.info, key: key)
         link(key: key, blob: blob.info, expiryRule: expiryRule, pinned: pinned)
         counters.deduplicatedSets += 1
+        telemetry.dedupedSet(key: key)
         return true
     }
 
@@ -188,6 +207,8 @@ final class CacheEngine: @unchecked Sendable {
             info.place = try store.append(prepared)
         }
         link(key: key, blob: info, expiryRule: expiryRule, pinned: pinned)
+        counters.bytesWritten += info.footprint
+        telemetry.wroteBlob(key: key, bytes: info.footprint)
         return true
     }
 
@@ -199,6 +220,7 @@ final class CacheEngine: @unchecked Sendable {
         release(index.upsert(record, orderJournaled: true))
         journal.append(.set(record))
         counters.sets += 1
+        if recordsChanges { madeChanges.append(.set(key: key, id: blob.id)) }
     }
 
     /// Refuses a set that could never fit: a value over the byte cap, or pinned entries (which
@@ -208,6 +230,9 @@ final class CacheEngine: @unchecked Sendable {
         let replaced = replacedSlot.map { index.entry(at: $0) }
         if replacedSlot == nil, !index.hasRoom(forKeyOf: key.utf8.count) {
             throw BlobCacheError.invalidKey(reason: "the cache's keys would take more than 4 GiB in all")
+        }
+        if let prefix = NamespaceKey.prefix(ofRawKey: key), let max = namespaceLimits[prefix], blob.footprint > max {
+            throw BlobCacheError.valueTooLarge(storedBytes: blob.footprint, limit: max)
         }
         if let max = limits.maxStoredBytes {
             if blob.footprint > max { throw BlobCacheError.valueTooLarge(storedBytes: blob.footprint, limit: max) }
@@ -236,6 +261,8 @@ final class CacheEngine: @unchecked Sendable {
     struct ReadTicket: Sendable {
         let info: BlobInfo
         let location: BlobStore.Location?
+        /// The value itself when the memory tier held it (no disk read needed).
+        var value: [UInt8]? = nil
     }
 
     /// Looks a key up for reading: a miss for absent or expired keys (expired ones are removed
@@ -243,6 +270,7 @@ final class CacheEngine: @unchecked Sendable {
     func beginRead(key: String) throws -> ReadTicket? {
         guard let slot = index.slot(of: key) else {
             counters.misses += 1
+            telemetry.missed(key: key)
             return nil
         }
         let entry = index.entry(at: slot)
@@ -251,10 +279,13 @@ final class CacheEngine: @unchecked Sendable {
             guard holdsLock else { throw NeedsLock() }
             remove(slot: slot, reason: .expired)
             counters.misses += 1
+            telemetry.missed(key: key)
             return nil
         }
         let info = index.blob(at: entry.blob).info
-        let location = try store.location(of: info)   // first: a segment that cannot be opened counts no hit
+        let remembered = memory.value(for: info.id)
+        // First: a segment that cannot be opened counts no hit.
+        let location = remembered == nil ? try store.location(of: info) : nil
         // Overflow-safe: a damaged record can hold any access time.
         let (elapsed, overflow) = time.subtractingReportingOverflow(entry.journaledAccess)
         let journaled = overflow || elapsed >= accessInterval
@@ -269,12 +300,16 @@ final class CacheEngine: @unchecked Sendable {
             if journaled { journal.append(.access(key: key, time: time)) }
         }
         counters.hits += 1
-        return ReadTicket(info: info, location: location)
+        counters.bytesRead += info.rawLength
+        if remembered != nil { counters.memoryHits += 1 }
+        telemetry.hit(key: key, bytes: info.rawLength, fromMemory: remembered != nil)
+        return ReadTicket(info: info, location: location, value: remembered)
     }
 
     /// Looks a blob up by id for reading.
     func beginRead(id: BlobID) throws -> ReadTicket? {
         guard let blob = index.blob(id) else { return nil }
+        if let value = memory.value(for: id) { return ReadTicket(info: blob.info, location: nil, value: value) }
         return ReadTicket(info: blob.info, location: try store.location(of: blob.info))
     }
 
@@ -308,6 +343,8 @@ final class CacheEngine: @unchecked Sendable {
             countMiss()
             return .miss
         }
+        // The failed read counted the value's bytes as read.
+        if key != nil { counters.bytesRead -= current.info.rawLength }
         let damage: BlobDamage
         switch try pipeline.read(current.info, at: try store.location(of: current.info)) {
         case .success(let value): return .value(value)
@@ -315,7 +352,7 @@ final class CacheEngine: @unchecked Sendable {
         }
         var slots: [Int32] = []
         for slot in index.liveSlots where index.blob(ofEntry: slot).id == current.id { slots.append(slot) }
-        for slot in slots { remove(slot: slot, reason: .repair) }
+        for slot in slots { remove(slot: slot, reason: .damaged) }
         counters.corruptReads += 1
         countMiss()
         return .damaged(.corruptBlob(id: current.id, path: store.describe(current.info), reason: damage.detail))
@@ -327,11 +364,14 @@ final class CacheEngine: @unchecked Sendable {
     /// its last reference.
     func remove(slot: Int32, reason: RemovalReason) {
         index.withKeyBytes(at: slot) { journal.appendRemove(keyBytes: $0, reason: reason) }
+        if recordsChanges { madeChanges.append(.removed(key: index.key(at: slot), reason: reason)) }
         release(index.remove(slot: slot))
         switch reason {
-        case .evicted: counters.evictions += 1
+        case .evicted:
+            counters.evictions += 1
+            telemetry.evicted()
         case .expired: counters.expirations += 1
-        case .explicit, .repair: break
+        case .explicit, .damaged, .cleared: break
         }
     }
 
@@ -340,11 +380,32 @@ final class CacheEngine: @unchecked Sendable {
         while isOverLimits, index.oldest >= 0 {
             remove(slot: index.oldest, reason: .evicted)
         }
+        if !namespaceLimits.isEmpty { evictToNamespaceLimits() }
+    }
+
+    /// Evicts each capped namespace's least recently used unpinned entries until it is within
+    /// its cap: one walk of the LRU list from the oldest end.
+    private func evictToNamespaceLimits() {
+        var over = Set(namespaceLimits.filter { (index.namespaces.usage[$0.key]?.storedBytes ?? 0) > $0.value }.keys)
+        var cursor = index.oldest
+        while !over.isEmpty, cursor >= 0 {
+            let next = index.entry(at: cursor).newer
+            if let prefix = index.withKeyBytes(at: cursor, NamespaceKey.prefix(ofRaw:)), over.contains(prefix) {
+                remove(slot: cursor, reason: .evicted)
+                if (index.namespaces.usage[prefix]?.storedBytes ?? 0) <= namespaceLimits[prefix] ?? .max { over.remove(prefix) }
+            }
+            cursor = next
+        }
     }
 
     var isOverLimits: Bool {
         if let max = limits.maxStoredBytes, index.storedBytes > max { return true }
         if let max = limits.maxEntries, index.entryCount > max { return true }
         return false
+    }
+
+    /// Whether a namespace holds more than the cap this open set for it.
+    var isOverNamespaceLimits: Bool {
+        namespaceLimits.contains { (index.namespaces.usage[$0.key]?.storedBytes ?? 0) > $0.value }
     }
 }

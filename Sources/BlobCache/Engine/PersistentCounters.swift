@@ -12,6 +12,9 @@ extension BlobCache.Counters {
         var sum = lhs
         sum.hits.addSaturating(rhs.hits)
         sum.misses.addSaturating(rhs.misses)
+        sum.memoryHits.addSaturating(rhs.memoryHits)
+        sum.bytesRead.addSaturating(rhs.bytesRead)
+        sum.bytesWritten.addSaturating(rhs.bytesWritten)
         sum.sets.addSaturating(rhs.sets)
         sum.deduplicatedSets.addSaturating(rhs.deduplicatedSets)
         sum.evictions.addSaturating(rhs.evictions)
@@ -33,7 +36,7 @@ extension BlobCache.Counters {
     /// Counts from the bytes of a `stats` file; `nil` unless they are its JSON with no negative count.
     static func parse(_ bytes: [UInt8]) -> Self? {
         guard let counters = try? JSONDecoder().decode(Self.self, from: Data(bytes)) else { return nil }
-        let all = [counters.hits, counters.misses, counters.sets, counters.deduplicatedSets, counters.evictions,
+        let all = [counters.hits, counters.misses, counters.memoryHits, counters.bytesRead, counters.bytesWritten, counters.sets, counters.deduplicatedSets, counters.evictions,
                    counters.expirations, counters.corruptReads, counters.journalCompactions, counters.packCollections]
         return all.allSatisfy { $0 >= 0 } ? counters : nil
     }

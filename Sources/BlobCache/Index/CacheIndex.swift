@@ -144,6 +144,8 @@ struct CacheIndex {
     /// Segment numbers below this are counted in the array.
     private static let arraySegments: UInt32 = 1 << 16
     private(set) var livePackedBytes = 0
+    /// What each namespace holds (its byte cap and `totals()` read it).
+    private(set) var namespaces = NamespaceLedger()
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
 
@@ -185,6 +187,14 @@ struct CacheIndex {
             guard logicalBytes <= Self.maxTotalBytes, storedBytes <= Self.maxTotalBytes else { return nil }
             if blobs[slot].pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
+        }
+        // Namespaces are not in a snapshot: counted again from the keys (two byte compares
+        // for a key of no namespace).
+        for slot in entries.indices where entries[slot].blob >= 0 {
+            guard let prefix = withKeyBytes(at: Int32(slot), NamespaceKey.prefix(ofRaw:)) else { continue }
+            let blob = blobs[Int(entries[slot].blob)]
+            namespaces.add(prefix: prefix, blobSlot: entries[slot].blob, footprint: blob.info.footprint,
+                           rawLength: Int(blob.rawLength))
         }
     }
 
@@ -408,6 +418,10 @@ struct CacheIndex {
             // The blob's own length, which `detach` subtracts (a record naming a known blob
             // with another length must not make the total drift).
             entryLogicalBytes += Int(blobs[Int(blob)].rawLength)
+            if let prefix = NamespaceKey.prefix(ofRaw: bytes) {
+                namespaces.add(prefix: prefix, blobSlot: blob, footprint: blobs[Int(blob)].info.footprint,
+                               rawLength: Int(blobs[Int(blob)].rawLength))
+            }
             if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
             return replaced.flatMap { detach(slot: $0, keepingKey: true) }
         }
@@ -423,6 +437,10 @@ struct CacheIndex {
     /// Frees a slot the key table no longer points at: LRU link, counts, key bytes, blob reference.
     private mutating func detach(slot: Int32, keepingKey: Bool) -> BlobInfo? {
         let entry = entries[Int(slot)]
+        if let prefix = withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) {
+            namespaces.remove(prefix: prefix, blobSlot: entry.blob, footprint: blobs[Int(entry.blob)].info.footprint,
+                              rawLength: Int(blobs[Int(entry.blob)].rawLength))
+        }
         if entry.pinned { pinnedEntries -= 1 } else { unlink(slot) }
         entryLogicalBytes -= Int(blobs[Int(entry.blob)].rawLength)
         entries[Int(slot)].blob = -1
@@ -480,9 +498,11 @@ struct CacheIndex {
     /// Records that a blob was rewritten (moved, or re-encoded): new place, codec and size.
     mutating func relocate(_ info: BlobInfo) {
         guard let slot = blobSlot(of: info.id) else { return }
+        let before = blobs[Int(slot)].info.footprint
         account(blobs[Int(slot)], sign: -1)
         blobs[Int(slot)].move(to: info)
         account(blobs[Int(slot)], sign: 1)
+        namespaces.blobResized(slot: slot, by: blobs[Int(slot)].info.footprint - before)
     }
 
     /// Drops every entry (or only unpinned ones); returns the blobs whose last reference went.

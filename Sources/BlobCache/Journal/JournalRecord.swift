@@ -51,7 +51,7 @@ enum JournalRecord: Equatable {
     /// The payload of a `remove` record for the key whose UTF-8 is `keyBytes` (also framed
     /// straight from the index's key bytes, without a `String`, for evictions).
     static func encodeRemove(keyBytes: UnsafeRawBufferPointer, reason: RemovalReason, into writer: inout BinaryWriter) {
-        writer.append(reason.rawValue)
+        writer.append(reason.journaled.rawValue)
         writer.append(UInt32(keyBytes.count))
         writer.append(bytes: keyBytes)
     }
@@ -73,7 +73,7 @@ enum JournalRecord: Equatable {
             guard let time = reader.readInt64(), let key = reader.readLengthPrefixedString() else { return nil }
             record = .access(key: key, time: time)
         case .remove:
-            guard let reason = reader.readUInt8().flatMap(RemovalReason.init(rawValue:)),
+            guard let reason = reader.readUInt8().flatMap(RemovalReason.init(rawValue:)), reason != .cleared,
                   let key = reader.readLengthPrefixedString() else { return nil }
             record = .remove(key: key, reason: reason)
         case .removeAll:

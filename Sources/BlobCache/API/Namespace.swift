@@ -1,0 +1,219 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension BlobCache {
+    /// The namespace `name` of this cache: a key space of its own whose values share the
+    /// cache's blobs (a value stored in two namespaces is stored once), within the cache's
+    /// limits and, optionally, a byte cap of its own.
+    ///
+    ///     let thumbnails = cache.namespace("thumbnails")
+    ///     try thumbnails.set(bytes, forKey: "photo/1")
+    ///
+    /// `name` must be non-empty, at most 255 bytes of UTF-8, without U+0000; an invalid name
+    /// makes every call on the namespace throw `invalidKey`.
+    public func namespace(_ name: String) -> Namespace { Namespace(cache: self, name: name) }
+
+    /// A key space of a `BlobCache` (see `BlobCache.namespace(_:)`): keys are isolated per
+    /// namespace, blobs shared across them. Each call is the cache's own, on `name`'s keys.
+    ///
+    ///     let sessions = cache.namespace("sessions")
+    ///     try sessions.setLimits(maxStoredBytes: 10_000_000)
+    ///     let token = try sessions.bytes(forKey: "user/42")
+    public struct Namespace: Sendable {
+        /// The cache it belongs to.
+        public let cache: BlobCache
+        /// Its name.
+        public let name: String
+        /// Every raw key of it starts with this (`NamespaceKey`).
+        let prefix: String
+
+        init(cache: BlobCache, name: String) {
+            self.cache = cache
+            self.name = name
+            prefix = NamespaceKey.prefix(of: name)
+        }
+
+        /// What a namespace holds.
+        public struct Totals: Sendable, Equatable, Codable {
+            /// Its entries.
+            public var entries: Int
+            /// Distinct blobs its entries use.
+            public var blobs: Int
+            /// Bytes of its distinct values.
+            public var logicalBytes: Int
+            /// Bytes its distinct blobs take on disk, headers included: what its cap counts
+            /// (a blob shared with other namespaces counts in each).
+            public var storedBytes: Int
+            /// Its byte cap in this open, if any.
+            public var maxStoredBytes: Int?
+        }
+
+        /// Stores `value` under `key` in this namespace; see `BlobCache.set(_:forKey:expiry:pinned:)`.
+        ///
+        ///     try thumbnails.set(bytes, forKey: "photo/1", expiry: .after(.seconds(600)))
+        @discardableResult
+        public func set(_ value: some ContiguousBytes, forKey key: String, expiry: Expiry? = nil, pinned: Bool = false) throws -> BlobID {
+            try cache.set(value, forRawKey: rawKey(key), expiry: expiry, pinned: pinned)
+        }
+
+        /// The value under `key` in this namespace, or `nil`; see `BlobCache.bytes(forKey:)`.
+        ///
+        ///     let bytes = try thumbnails.bytes(forKey: "photo/1")
+        public func bytes(forKey key: String) throws -> [UInt8]? {
+            try cache.bytes(forRawKey: rawKey(key))
+        }
+
+        /// Whether `key` holds an unexpired value in this namespace (not counted as an access).
+        ///
+        ///     if try thumbnails.contains("photo/1") { … }
+        public func contains(_ key: String) throws -> Bool {
+            try cache.contains(rawKey: rawKey(key))
+        }
+
+        /// Removes `key` from this namespace; returns whether it held a value.
+        ///
+        ///     try thumbnails.removeValue(forKey: "photo/1")
+        @discardableResult
+        public func removeValue(forKey key: String) throws -> Bool {
+            try cache.removeValue(forRawKey: rawKey(key))
+        }
+
+        /// Removes every entry of this namespace (pinned ones only when `includingPinned`);
+        /// other namespaces and the cache's own keys keep theirs. Observers see `.cleared`.
+        ///
+        ///     try thumbnails.removeAll()
+        public func removeAll(includingPinned: Bool = false) throws {
+            try validateName()
+            try cache.perform { engine in
+                let slots = engine.index.slots { _ in true }.filter { slot in
+                    (includingPinned || !engine.index.entry(at: slot).pinned)
+                        && engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix
+                }
+                for slot in slots { engine.remove(slot: slot, reason: .cleared) }
+            }
+        }
+
+        /// This namespace's keys, least recently used first (pinned keys first of all).
+        ///
+        ///     for key in try thumbnails.keys() { print(key) }
+        public func keys() throws -> [String] {
+            try validateName()
+            let prefixBytes = prefix.utf8.count
+            return try cache.lookup { engine in
+                engine.index.journalOrder().compactMap { slot -> String? in
+                    guard engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix else { return nil }
+                    return String(decoding: engine.index.key(at: slot).utf8.dropFirst(prefixBytes), as: UTF8.self)
+                }
+            }
+        }
+
+        /// Entries, distinct blobs and bytes of this namespace, and its cap.
+        ///
+        ///     print(try thumbnails.totals().storedBytes)
+        public func totals() throws -> Totals {
+            try validateName()
+            return try cache.lookup { engine in
+                let usage = engine.index.namespaces.usage[prefix] ?? NamespaceLedger.Usage()
+                return Totals(entries: usage.entries, blobs: usage.references.count, logicalBytes: usage.logicalBytes,
+                              storedBytes: usage.storedBytes, maxStoredBytes: engine.namespaceLimits[prefix])
+            }
+        }
+
+        /// Caps the bytes this namespace's blobs take (`nil`: no cap of its own), within the
+        /// cache's limits, for this open of the cache; its least recently used entries are
+        /// evicted at once, and by every later set, to stay under it. A cap below 1 is taken as
+        /// 1; a failure to write the evictions surfaces at the cache's next operation.
+        ///
+        ///     thumbnails.setLimits(maxStoredBytes: 50_000_000)
+        public func setLimits(maxStoredBytes: Int?) {
+            guard (try? validateName()) != nil else { return }
+            _ = try? cache.perform { engine in
+                engine.namespaceLimits[prefix] = maxStoredBytes.map { max(1, $0) }
+            }
+        }
+
+        /// The changes to this namespace's keys starting with `prefix`, with keys as this
+        /// namespace knows them; see `BlobCache.changes(forKeysWithPrefix:)`.
+        ///
+        ///     for await change in thumbnails.changes() { print(change) }
+        public func changes(forKeysWithPrefix prefix: String = "") -> AsyncStream<Change> {
+            cache.changes(namespace: self.prefix, prefix: prefix)
+        }
+
+        /// The value under `key`, loaded once for all concurrent callers when missing; see
+        /// `BlobCache.value(forKey:expiry:loadingWith:)`.
+        ///
+        ///     let thumb = try await thumbnails.value(forKey: "photo/1") { try await render() }
+        public func value(forKey key: String, expiry: Expiry? = nil,
+                          loadingWith load: @escaping @Sendable () async throws -> [UInt8]) async throws -> [UInt8] {
+            try await cache.value(forRawKey: rawKey(key), expiry: expiry, loadingWith: load)
+        }
+
+        /// This namespace's operations as `async` functions, run on BlobCache's I/O queue.
+        ///
+        ///     let bytes = try await thumbnails.async.bytes(forKey: "photo/1")
+        public var async: AsyncNamespace { AsyncNamespace(namespace: self) }
+
+        /// The raw key of `key` in this namespace, after checking both.
+        func rawKey(_ key: String) throws -> String {
+            try validateName()
+            try BlobCache.validate(key)
+            return prefix + key
+        }
+
+        private func validateName() throws {
+            guard !name.isEmpty, name.utf8.count <= NamespaceKey.maxNameBytes, !name.utf8.contains(0) else {
+                throw BlobCacheError.invalidKey(reason: "a namespace name must be 1 to \(NamespaceKey.maxNameBytes) bytes of UTF-8 without U+0000")
+            }
+        }
+    }
+
+    /// Whether a raw key holds an unexpired value.
+    func contains(rawKey key: String) throws -> Bool {
+        try lookup { engine in engine.index.slot(of: key).map { engine.index.entry(at: $0).expiry > engine.now() } ?? false }
+    }
+
+    /// Removes a raw key's entry; returns whether there was one.
+    func removeValue(forRawKey key: String) throws -> Bool {
+        try perform { engine in
+            guard let slot = engine.index.slot(of: key) else { return false }
+            engine.remove(slot: slot, reason: .explicit)
+            return true
+        }
+    }
+}
+
+/// `async` access to a namespace (see `BlobCache.Namespace.async`).
+public struct AsyncNamespace: Sendable {
+    /// The namespace underneath.
+    public let namespace: BlobCache.Namespace
+
+    /// Stores `value` under `key`; see `BlobCache.Namespace.set(_:forKey:expiry:pinned:)`.
+    ///
+    ///     try await thumbnails.async.set(bytes, forKey: "photo/1")
+    @discardableResult
+    public func set(_ value: [UInt8], forKey key: String, expiry: Expiry? = nil, pinned: Bool = false) async throws -> BlobID {
+        let namespace = self.namespace
+        return try await AsyncBlobCache.run { try namespace.set(value, forKey: key, expiry: expiry, pinned: pinned) }
+    }
+
+    /// The value under `key`; see `BlobCache.Namespace.bytes(forKey:)`.
+    ///
+    ///     let bytes = try await thumbnails.async.bytes(forKey: "photo/1")
+    public func bytes(forKey key: String) async throws -> [UInt8]? {
+        let namespace = self.namespace
+        return try await AsyncBlobCache.run { try namespace.bytes(forKey: key) }
+    }
+
+    /// Removes `key`; see `BlobCache.Namespace.removeValue(forKey:)`.
+    ///
+    ///     try await thumbnails.async.removeValue(forKey: "photo/1")
+    @discardableResult
+    public func removeValue(forKey key: String) async throws -> Bool {
+        let namespace = self.namespace
+        return try await AsyncBlobCache.run { try namespace.removeValue(forKey: key) }
+    }
+}

@@ -1,0 +1,42 @@
+extension BlobCache {
+    /// How the cache has been used: hits, misses, memory hits, sets, evictions, bytes moved.
+    /// The counts read directly (`stats.hits`) are this open's; `lifetime` adds those of every
+    /// earlier open that closed cleanly (saved in `DIR/stats`).
+    ///
+    ///     let stats = cache.statistics()
+    ///     print(stats.hits, stats.misses, stats.hitRatio, stats.lifetime.hits)
+    @dynamicMemberLookup
+    public struct Statistics: Sendable, Equatable {
+        /// Counts since this `BlobCache` was opened.
+        public var sinceOpen: Counters
+        /// Counts over the cache's life: earlier opens' saved counts plus this open's.
+        public var lifetime: Counters
+
+        /// A count since this open, by name: `stats.hits`, `stats.hitRatio`, `stats.bytesRead`.
+        ///
+        ///     let ratio = cache.statistics().hitRatio
+        public subscript<Value>(dynamicMember keyPath: KeyPath<Counters, Value>) -> Value {
+            sinceOpen[keyPath: keyPath]
+        }
+    }
+
+    /// Hits, misses, memory hits, sets, deduplicated sets, evictions, expirations and bytes
+    /// read and written: since this open, and for the cache's lifetime. After `close()` it
+    /// keeps answering with the figures at the close.
+    ///
+    ///     let stats = cache.statistics()
+    ///     print("hit ratio \(stats.hitRatio), \(stats.memoryHits) from memory")
+    public func statistics() -> Statistics {
+        state.withLock { engine in
+            guard let engine else { return finalStatistics.withLock { $0 } }
+            return engine.statistics
+        }
+    }
+}
+
+extension CacheEngine {
+    /// This open's counts and the lifetime ones.
+    var statistics: BlobCache.Statistics {
+        BlobCache.Statistics(sinceOpen: counters, lifetime: lifetimeCounters)
+    }
+}

@@ -1,0 +1,73 @@
+/// One load of a missing key that any number of callers wait for
+/// (`BlobCache.value(forKey:expiry:loadingWith:)`). The load runs in a task of its own, so a
+/// caller that is cancelled stops waiting without cancelling it for the others.
+final class Flight: Sendable {
+    private struct State {
+        var result: Result<[UInt8], any Error>?
+        var waiters: [Int: CheckedContinuation<[UInt8], any Error>] = [:]
+        /// Waiters cancelled before they were registered.
+        var cancelledEarly: Set<Int> = []
+        var nextWaiter = 0
+    }
+
+    private let state = Locked(State())
+
+    /// Waits for the load's result; throws `CancellationError` at once when the calling task
+    /// is cancelled (the load goes on).
+    func wait() async throws -> [UInt8] {
+        let waiter = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+                let ready = state.withLock { state -> Result<[UInt8], any Error>? in
+                    if let result = state.result { return result }
+                    if state.cancelledEarly.remove(waiter) != nil { return .failure(CancellationError()) }
+                    state.waiters[waiter] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<[UInt8], any Error>? in
+                if let continuation = state.waiters.removeValue(forKey: waiter) { return continuation }
+                if state.result == nil { state.cancelledEarly.insert(waiter) }
+                return nil
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Hands `result` to every waiter, and to any that comes later.
+    func finish(_ result: Result<[UInt8], any Error>) {
+        let waiting = state.withLock { state in
+            state.result = result
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for continuation in waiting { continuation.resume(with: result) }
+    }
+}
+
+/// The loads running now, by raw key.
+final class FlightTable: Sendable {
+    private let running = Locked<[String: Flight]>([:])
+
+    /// The flight loading `key`, and whether the caller must start it (it was not running).
+    func flight(for key: String) -> (flight: Flight, isNew: Bool) {
+        running.withLock { running in
+            if let flight = running[key] { return (flight, false) }
+            let flight = Flight()
+            running[key] = flight
+            return (flight, true)
+        }
+    }
+
+    /// Forgets `flight` (done): a caller after this starts a new one, which finds the stored value.
+    func end(_ flight: Flight, for key: String) {
+        running.withLock { running in
+            if running[key] === flight { running[key] = nil }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+@Suite("Memory tier")
+struct MemoryTierTests {
+    @Test("a value read once is served from memory, and never after the disk tier dropped it")
+    func servesAndForgets() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.memoryLimit = 1 << 20 })
+        let value = Samples.random(4096)
+        try cache.set(value, forKey: "k", expiry: .after(.seconds(10)))
+        #expect(try cache.bytes(forKey: "k") == value)
+        #expect(try cache.bytes(forKey: "k") == value)
+        #expect(cache.statistics().memoryHits == 1, "the second read came from memory")
+        // Another value for the key: the new one, not the remembered one.
+        let other = Samples.random(4096, seed: 2)
+        try cache.set(other, forKey: "k", expiry: .after(.seconds(10)))
+        #expect(try cache.bytes(forKey: "k") == other)
+        // Expired: a miss, though memory held it.
+        #expect(try cache.bytes(forKey: "k") == other)
+        clock.advance(by: .seconds(11))
+        #expect(try cache.bytes(forKey: "k") == nil)
+        // Removed: a miss.
+        try cache.set(value, forKey: "r")
+        _ = try cache.bytes(forKey: "r")
+        try cache.removeValue(forKey: "r")
+        #expect(try cache.bytes(forKey: "r") == nil)
+        // Purged: read from disk again.
+        try cache.set(value, forKey: "p")
+        _ = try cache.bytes(forKey: "p")
+        let before = cache.statistics().memoryHits
+        cache.purgeMemory()
+        #expect(try cache.bytes(forKey: "p") == value)
+        #expect(cache.statistics().memoryHits == before)
+    }
+
+    @Test("another open's set, remove, clear and eviction are never hidden by this open's memory")
+    func otherOpensChanges() throws {
+        let dir = TemporaryDirectory()
+        let reader = try BlobCache(directory: dir.path, configuration: .testing { $0.memoryLimit = 1 << 20 })
+        let writer = try BlobCache(directory: dir.path, configuration: .testing { $0.memoryLimit = 0 })
+        let first = Samples.random(3000), second = Samples.random(3000, seed: 2)
+        try writer.set(first, forKey: "k")
+        #expect(try reader.bytes(forKey: "k") == first)
+        #expect(try reader.bytes(forKey: "k") == first)
+        #expect(reader.statistics().memoryHits == 1)
+        try writer.set(second, forKey: "k")
+        #expect(try reader.bytes(forKey: "k") == second)
+        try writer.removeValue(forKey: "k")
+        #expect(try reader.bytes(forKey: "k") == nil)
+        try writer.set(first, forKey: "k")
+        #expect(try reader.bytes(forKey: "k") == first)
+        try writer.removeAll()
+        #expect(try reader.bytes(forKey: "k") == nil)
+        try writer.set(first, forKey: "k")
+        _ = try reader.bytes(forKey: "k")
+        try writer.setLimits(.init(maxEntries: 1))
+        try writer.set(second, forKey: "newer")   // evicts "k"
+        #expect(try reader.bytes(forKey: "k") == nil)
+        #expect(try reader.bytes(forKey: "newer") == second)
+    }
+
+    @Test("values over an eighth of the limit are not kept; the limit holds by bytes, LRU out first")
+    func limits() {
+        var tier = MemoryTier(limit: 8000)
+        let ids = (0..<10).map { BlobID(hashing: [UInt8($0)]) }
+        tier.insert([UInt8](repeating: 1, count: 1001), for: ids[0])
+        #expect(!tier.contains(ids[0]), "over limit / 8")
+        for n in 1...9 { tier.insert([UInt8](repeating: UInt8(n), count: 1000), for: ids[n]) }
+        #expect(tier.bytes == 8000)
+        #expect(!tier.contains(ids[1]) && tier.contains(ids[2]))
+        _ = tier.value(for: ids[2])   // now most recent: the next insert drops ids[3]
+        tier.insert([UInt8](repeating: 0, count: 1000), for: ids[0])
+        #expect(tier.contains(ids[2]) && !tier.contains(ids[3]))
+        #expect(tier.bytes <= 8000)
+        tier.remove(ids[2])
+        #expect(tier.bytes == 7000 && tier.count == 7)
+    }
+
+    @Test("a negative memory limit is refused")
+    func negativeLimit() {
+        #expect(throws: BlobCacheError.self) {
+            try BlobCache(directory: TemporaryDirectory().path, configuration: .testing { $0.memoryLimit = -1 })
+        }
+    }
+}
