@@ -21,6 +21,27 @@ struct APITests {
         #expect(throws: DecodingError.self) { try profiles.value(forKey: "user/3") }
     }
 
+    @Test("the Codable layer takes any encoder pair, expiry per set, namespaces and the single-flight form")
+    func codableChoices() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        let ada = Profile(name: "Ada", tags: ["math"])
+        let plists = CodableCache<Profile>(cache, encoder: PropertyListEncoder(), decoder: PropertyListDecoder())
+        try plists.set(ada, forKey: "p", expiry: .after(.seconds(5)))
+        #expect(try plists.value(forKey: "p") == ada)
+        #expect(try cache.bytes(forKey: "p").map { Array($0.prefix(6)) } == Array("bplist".utf8), "a binary property list")
+        #expect(throws: DecodingError.self) { try CodableCache<Profile>(cache).value(forKey: "p") }
+        clock.advance(by: .seconds(6))
+        #expect(try plists.value(forKey: "p") == nil, "expired")
+        let users = CodableCache<Profile>(cache.namespace("users"))
+        let loaded = try await users.value(forKey: "1") { ada }
+        #expect(loaded == ada)
+        #expect(try users.value(forKey: "1") == ada)
+        #expect(try cache.bytes(forKey: "1") == nil, "stored in the namespace")
+        #expect(try await users.value(forKey: "1") { Issue.record("loaded a hit"); return ada } == ada)
+    }
+
     @Test("async functions work from tasks running at once")
     func asyncAccess() async throws {
         let dir = TemporaryDirectory()

@@ -113,6 +113,30 @@ struct CLITests {
         #expect((json["counters"] as? [String: Any])?["sets"] as? Int == 2, "counters persist across invocations")
     }
 
+    @Test("--namespace isolates keys for put, get, rm, ls and clear; ls --namespaces and stat show their figures and statistics")
+    func namespaces() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.appending("cache"))
+        #expect(try cli.run(["put", "k"], stdin: Data("own".utf8)).status == 0)
+        #expect(try cli.run(["--namespace", "thumbs", "put", "k"], stdin: Data("thumb".utf8)).status == 0)
+        #expect(try cli.run(["put", "j", "--namespace", "thumbs"], stdin: Data("own".utf8)).status == 0)
+        #expect(try cli.run(["get", "k"]).output == "own")
+        #expect(try cli.run(["--namespace", "thumbs", "get", "k"]).output == "thumb")
+        #expect(try cli.run(["ls"]).output.hasPrefix("k\t") && cli.run(["ls"]).output.split(separator: "\n").count == 1)
+        #expect(try cli.run(["--namespace", "thumbs", "ls"]).output.split(separator: "\n").map { $0.prefix(2) } == ["j\t", "k\t"], "least recently used first")
+        #expect(try cli.run(["ls", "--namespaces"]).output.hasPrefix("thumbs\t2\t2\t"))
+        let stat = try JSONSerialization.jsonObject(with: cli.run(["stat", "--json"]).stdout) as? [String: Any]
+        let statistics = stat?["statistics"] as? [String: Any]
+        #expect(statistics?["hits"] as? Int == 2 && statistics?["sets"] as? Int == 3 && statistics?["dedupedSets"] as? Int == 1)
+        #expect((stat?["namespaces"] as? [String: [String: Int]])?["thumbs"]?["entries"] == 2)
+        #expect(try cli.run(["stat"]).output.contains("namespace thumbs: 2 entries"))
+        #expect(try cli.run(["--namespace", "thumbs", "rm", "j"]).status == 0)
+        #expect(try cli.run(["--namespace", "thumbs", "clear"]).output == "removed 1 entries\n")
+        #expect(try cli.run(["get", "k"]).output == "own", "the cache's own keys are untouched")
+        let bad = try cli.run(["--namespace", "", "get", "k"])
+        #expect(bad.status == 2 && bad.stderr.split(separator: "\n").count == 1)
+    }
+
     @Test("import stores a tree under prefix + relative path; export writes it back, refusing escaping keys")
     func importExport() throws {
         let dir = TemporaryDirectory()

@@ -29,7 +29,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let cache = try global.open()
-        let keys = try Failure.running { try cache.keys() }
+        let keys = try Failure.running { try global.keySpace(of: cache).keys() }
         var skipped = 0, written = 0
         for key in keys {
             let shown = BlobCache.escapedKey(key)
@@ -39,7 +39,7 @@ struct Export: ParsableCommand {
                 continue
             }
             let value: [UInt8]?
-            do { value = try cache.bytes(forKey: key) } catch {
+            do { value = try global.keySpace(of: cache).bytes(forKey: key) } catch {
                 Failure.say("skipping key '\(shown)': \(error)")
                 skipped += 1
                 continue

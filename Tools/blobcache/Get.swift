@@ -12,7 +12,7 @@ struct Get: ParsableCommand {
 
     func run() throws {
         let cache = try global.open()
-        let value = try Failure.running { try cache.bytes(forKey: key) }
+        let value = try Failure.running { try global.keySpace(of: cache).bytes(forKey: key) }
         try Failure.running { try cache.close() }
         guard let value else {
             Failure.say("no entry for key '\(BlobCache.escapedKey(key))'")

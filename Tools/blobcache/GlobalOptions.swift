@@ -19,12 +19,17 @@ struct GlobalOptions: ParsableArguments {
     var packThreshold: Int?
 
     @Option(help: ArgumentHelp(
+        "Work on the keys of namespace NAME (put, get, rm, ls, clear, stat, export, import); without it, the cache's own keys.",
+        valueName: "NAME"))
+    var namespace: String?
+
+    @Option(help: ArgumentHelp(
         "How long to wait while another process holds DIR/lock (one of its operations, or a script's `flock DIR/lock ...`), then exit 8 naming the holder's pid; 0 fails at once.",
         valueName: "SECONDS"))
     var wait: Double = 30
 
     /// The options that take a value, as `hoisted` moves them.
-    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait"]
+    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait", "--namespace"]
 
     /// `--wait` as the library takes it.
     var lockTimeout: Duration {
@@ -61,6 +66,9 @@ struct GlobalOptions: ParsableArguments {
         if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty { return xdg + "/blobcache" }
         return (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/blobcache"
     }
+
+    /// The keys this invocation works on (`--namespace`).
+    func keySpace(of cache: BlobCache) -> KeySpace { KeySpace(cache, namespace: namespace) }
 
     /// Opens the cache with this invocation's limits.
     func open(codec: Codec? = nil) throws -> BlobCache {

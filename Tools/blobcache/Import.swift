@@ -44,7 +44,7 @@ struct Import: ParsableCommand {
                 Failure.say("cannot read \(file.path)")
                 throw ExitCode(Failure.error)
             }
-            try Failure.running { _ = try cache.set(value, forKey: file.key) }
+            try Failure.running { _ = try global.keySpace(of: cache).set(value, forKey: file.key, expiry: nil, pinned: false) }
             bytes += value.count
             if Output.isTerminal {
                 if done % 64 == 0 || done + 1 == files.count { Output.progress(done + 1, of: files.count, label: "import") }

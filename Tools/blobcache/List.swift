@@ -9,6 +9,8 @@ struct List: ParsableCommand {
         discussion: "Tab-separated; tab, newline and backslash in a key are shown as \\t, \\n, \\\\. --json prints an array of objects (keys unescaped).")
 
     @Flag(help: "Print a JSON array.") var json = false
+    @Flag(help: "List the namespaces instead: name, entries, distinct blobs, logical bytes, stored bytes.")
+    var namespaces = false
     @OptionGroup var global: GlobalOptions
 
     struct Row: Encodable {
@@ -21,9 +23,18 @@ struct List: ParsableCommand {
         let pinned: Bool
     }
 
+    struct NamespaceRow: Encodable {
+        let name: String
+        let entries: Int
+        let blobs: Int
+        let logicalBytes: Int
+        let storedBytes: Int
+    }
+
     func run() throws {
+        if namespaces { return try listNamespaces() }
         let cache = try global.open()
-        let entries = try Failure.running { try cache.entries() }.filter { !$0.key.hasPrefix("\u{0}") }
+        let entries = try Failure.running { try global.keySpace(of: cache).entries() }
         try Failure.running { try cache.close() }
         let rows = entries.map {
             Row(key: $0.key, blob: $0.blobID.hex, size: $0.size, storedSize: $0.storedSize,
@@ -34,6 +45,19 @@ struct List: ParsableCommand {
         for row in rows {
             text += "\(BlobCache.escapedKey(row.key))\t\(row.blob)\t\(row.size)\t\(row.storedSize)\t\(row.expiry ?? "never")\t\(row.lastAccess)\n"
         }
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    private func listNamespaces() throws {
+        let cache = try global.open()
+        let figures = try Failure.running { try cache.namespaceTotals() }
+        try Failure.running { try cache.close() }
+        let rows = figures.sorted { $0.key < $1.key }.map {
+            NamespaceRow(name: $0.key, entries: $0.value.entries, blobs: $0.value.blobs,
+                         logicalBytes: $0.value.logicalBytes, storedBytes: $0.value.storedBytes)
+        }
+        if json { return try Output.json(rows) }
+        let text = rows.map { "\(BlobCache.escapedKey($0.name))\t\($0.entries)\t\($0.blobs)\t\($0.logicalBytes)\t\($0.storedBytes)\n" }.joined()
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 }

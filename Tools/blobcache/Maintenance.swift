@@ -38,15 +38,19 @@ struct Evict: ParsableCommand {
 }
 
 struct Clear: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Remove every entry (pinned ones only with --include-pinned).")
+    static let configuration = CommandConfiguration(
+        abstract: "Remove every entry (pinned ones only with --include-pinned); with --namespace, that namespace's alone.")
     @Flag(help: "Remove pinned entries too.") var includePinned = false
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
         let cache = try global.open()
-        let before = try Failure.running { try cache.totals().entries }
-        try Failure.running { try cache.removeAll(includingPinned: includePinned) }
-        let after = try Failure.running { try cache.totals().entries }
+        let keys = global.keySpace(of: cache)
+        // Without --namespace every entry goes, namespaces' too.
+        let count = { try global.namespace == nil ? cache.totals().entries : keys.entries().count }
+        let before = try Failure.running { try count() }
+        try Failure.running { try keys.removeAll(includingPinned: includePinned) }
+        let after = try Failure.running { try count() }
         try Failure.running { try cache.close() }
         print("removed \(before - after) entries")
     }

@@ -34,7 +34,7 @@ struct Put: ParsableCommand {
         }
         let cache = try global.open(codec: codec.flatMap(Codec.init(name:)))
         let expiry = ttl.map { Expiry.after(.milliseconds(Int64($0 * 1000))) }
-        let id = try Failure.running { try cache.set(value, forKey: key, expiry: expiry, pinned: pin) }
+        let id = try Failure.running { try global.keySpace(of: cache).set(value, forKey: key, expiry: expiry, pinned: pin) }
         try Failure.running { try cache.close() }
         print(id.hex)
     }

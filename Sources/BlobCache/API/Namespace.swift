@@ -49,6 +49,14 @@ extension BlobCache {
             public var storedBytes: Int
             /// Its byte cap in this open, if any.
             public var maxStoredBytes: Int?
+
+            init(_ usage: NamespaceLedger.Usage, maxStoredBytes: Int?) {
+                entries = usage.entries
+                blobs = usage.references.count
+                logicalBytes = usage.logicalBytes
+                storedBytes = usage.storedBytes
+                self.maxStoredBytes = maxStoredBytes
+            }
         }
 
         /// Stores `value` under `key` in this namespace; see `BlobCache.set(_:forKey:expiry:pinned:)`.
@@ -110,15 +118,30 @@ extension BlobCache {
             }
         }
 
+        /// The metadata of this namespace's entries (keys as this namespace knows them), least
+        /// recently used first (pinned entries first of all).
+        ///
+        ///     for entry in try thumbnails.entries() { print(entry.key, entry.size) }
+        public func entries() throws -> [EntryInfo] {
+            try validateName()
+            let prefixBytes = prefix.utf8.count
+            return try cache.lookup { engine in
+                engine.index.journalOrder().compactMap { slot -> EntryInfo? in
+                    guard engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix else { return nil }
+                    var info = engine.info(at: slot)
+                    info.key = String(decoding: info.key.utf8.dropFirst(prefixBytes), as: UTF8.self)
+                    return info
+                }
+            }
+        }
+
         /// Entries, distinct blobs and bytes of this namespace, and its cap.
         ///
         ///     print(try thumbnails.totals().storedBytes)
         public func totals() throws -> Totals {
             try validateName()
             return try cache.lookup { engine in
-                let usage = engine.index.namespaces.usage[prefix] ?? NamespaceLedger.Usage()
-                return Totals(entries: usage.entries, blobs: usage.references.count, logicalBytes: usage.logicalBytes,
-                              storedBytes: usage.storedBytes, maxStoredBytes: engine.namespaceLimits[prefix])
+                Totals(engine.index.namespaces.usage[prefix] ?? NamespaceLedger.Usage(), maxStoredBytes: engine.namespaceLimits[prefix])
             }
         }
 
@@ -168,6 +191,18 @@ extension BlobCache {
             guard !name.isEmpty, name.utf8.count <= NamespaceKey.maxNameBytes, !name.utf8.contains(0) else {
                 throw BlobCacheError.invalidKey(reason: "a namespace name must be 1 to \(NamespaceKey.maxNameBytes) bytes of UTF-8 without U+0000")
             }
+        }
+    }
+
+    /// Every namespace that holds entries, with its figures, by name.
+    ///
+    ///     for (name, totals) in try cache.namespaceTotals() { print(name, totals.entries) }
+    public func namespaceTotals() throws -> [String: Namespace.Totals] {
+        try lookup { engine in
+            Dictionary(uniqueKeysWithValues: engine.index.namespaces.usage.map { prefix, usage in
+                (NamespaceKey.name(ofPrefix: prefix),
+                 Namespace.Totals(usage, maxStoredBytes: engine.namespaceLimits[prefix]))
+            })
         }
     }
 
