@@ -11,8 +11,9 @@ protocol Engine {
 /// BlobCache as a library user would use it.
 final class BlobCacheEngine: Engine {
     let cache: BlobCache
-    init(directory: String, maxBytes: Int?, codec: Codec, packThreshold: Int?) throws {
+    init(directory: String, maxBytes: Int?, codec: Codec, packThreshold: Int?, memoryLimit: Int? = nil) throws {
         var configuration = BlobCache.Configuration()
+        if let memoryLimit { configuration.memoryLimit = memoryLimit }
         configuration.maxStoredBytes = maxBytes
         configuration.codec = codec
         if let packThreshold { configuration.packThreshold = packThreshold }

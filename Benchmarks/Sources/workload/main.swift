@@ -136,10 +136,10 @@ func freshDirectory(_ base: String, _ name: String) -> String {
     return path
 }
 
-func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil) throws -> Engine {
+func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil, memoryLimit: Int? = nil) throws -> Engine {
     switch options.engine {
     case "blobcache": return try BlobCacheEngine(directory: directory, maxBytes: maxBytes, codec: options.codec,
-                                                 packThreshold: options.packThreshold)
+                                                 packThreshold: options.packThreshold, memoryLimit: memoryLimit)
     case "rawfs": return try RawFilesystemEngine(directory: directory)
     default: throw WorkloadError.usage("unknown engine \(options.engine)")
     }
@@ -177,7 +177,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
 
 func run(_ options: Options) throws -> [Measurement] {
     var results: [Measurement] = []
-    let needsCorpus = options.workloads.contains { $0 == "w1" || $0 == "w5" } && options.files == nil
+    let needsCorpus = options.workloads.contains { $0 == "w1" || $0 == "w5" || $0 == "w5mem" } && options.files == nil
     let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
     for workload in options.workloads {
         switch workload {
@@ -228,6 +228,12 @@ func run(_ options: Options) throws -> [Measurement] {
         case "w6":
             guard options.engine == "blobcache" else { continue }
             results += try w6(options)
+        case "surface":
+            guard options.engine == "blobcache" else { continue }
+            results += try surface(options)
+        case "w5mem":
+            guard options.engine == "blobcache" else { continue }
+            results += try w5Memory(options, corpus: corpus!)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }
@@ -300,9 +306,9 @@ func w4Open(directory: String, key: String, warm: Bool) throws {
 }
 
 /// W5: LRU cap at 25% of the corpus bytes, replaying the zipfian 90/10 trace.
-func w5(_ options: Options, corpus: Corpus) throws -> Measurement {
+func w5(_ options: Options, corpus: Corpus, memoryLimit: Int? = nil) throws -> Measurement {
     let cap = corpus.files.reduce(0) { $0 + $1.size } / 4
-    let engine = try makeEngine(options, directory: freshDirectory(options.work, "W5"), maxBytes: cap)
+    let engine = try makeEngine(options, directory: freshDirectory(options.work, "W5"), maxBytes: cap, memoryLimit: memoryLimit)
     let trace = try Corpus.trace(options.corpus + "/w5_trace.tsv")
     var hits = 0, gets = 0, bytes = 0
     var start = now()

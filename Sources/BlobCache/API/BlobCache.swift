@@ -241,12 +241,12 @@ public final class BlobCache: Sendable {
         try state.withLock { engine in
             guard let open = engine else { return }
             engine = nil
+            finalStatistics.withLock { $0 = open.statistics }
             // Closing the file gives up the presence lock: the last open to close is alone.
             defer { directoryLock.close() }
             // After a failed journal write there is nothing safe to add: reopening replays the
             // journal as it stands.
             guard open.journal.failure == nil else { return }
-            finalStatistics.withLock { $0 = open.statistics }
             try open.exclusively {
                 try open.persistRecency()
                 try? open.compactJournalIfRedundant()

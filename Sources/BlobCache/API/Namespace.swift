@@ -27,13 +27,16 @@ extension BlobCache {
         public let cache: BlobCache
         /// Its name.
         public let name: String
-        /// Every raw key of it starts with this (`NamespaceKey`).
-        let prefix: String
+        /// Every raw key of it starts with these bytes (`NamespaceKey`).
+        let prefix: [UInt8]
+        /// The same, as a `String` to put before keys (concatenation keeps the bytes as they are).
+        private let keyPrefix: String
 
         init(cache: BlobCache, name: String) {
             self.cache = cache
             self.name = name
             prefix = NamespaceKey.prefix(of: name)
+            keyPrefix = String(decoding: prefix, as: UTF8.self)
         }
 
         /// What a namespace holds.
@@ -109,7 +112,7 @@ extension BlobCache {
         ///     for key in try thumbnails.keys() { print(key) }
         public func keys() throws -> [String] {
             try validateName()
-            let prefixBytes = prefix.utf8.count
+            let prefixBytes = prefix.count
             return try cache.lookup { engine in
                 engine.index.journalOrder().compactMap { slot -> String? in
                     guard engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix else { return nil }
@@ -124,7 +127,7 @@ extension BlobCache {
         ///     for entry in try thumbnails.entries() { print(entry.key, entry.size) }
         public func entries() throws -> [EntryInfo] {
             try validateName()
-            let prefixBytes = prefix.utf8.count
+            let prefixBytes = prefix.count
             return try cache.lookup { engine in
                 engine.index.journalOrder().compactMap { slot -> EntryInfo? in
                     guard engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix else { return nil }
@@ -184,7 +187,7 @@ extension BlobCache {
         func rawKey(_ key: String) throws -> String {
             try validateName()
             try BlobCache.validate(key)
-            return prefix + key
+            return keyPrefix + key
         }
 
         private func validateName() throws {

@@ -57,7 +57,11 @@ final class CacheEngine: @unchecked Sendable {
     /// by the facade before it lets go of the lock.
     var madeChanges: [BlobCache.Change] = []
     /// Byte caps of namespaces set in this open, by key prefix (`NamespaceKey`).
-    var namespaceLimits: [String: Int] = [:]
+    var namespaceLimits: [[UInt8]: Int] = [:]
+    /// Namespaces an eviction pass could not bring under their caps (pinned entries), with
+    /// the bytes they held then: not over again until those change, so that they do not send
+    /// every operation to the flock and a walk of the LRU list.
+    var namespacesOverPinned: [[UInt8]: Int] = [:]
     /// Logs recovery and maintenance events; metrics of hits, misses, bytes and latency.
     var telemetry = Telemetry.disabled
 
@@ -333,6 +337,8 @@ final class CacheEngine: @unchecked Sendable {
         if blob == nil, let key, let slot = index.slot(of: key), index.entry(at: slot).expiry > now() {
             blob = index.blob(ofEntry: slot)
         }
+        // The failed read counted its bytes as read (keyed reads only): not read after all.
+        if key != nil { counters.bytesRead -= info.rawLength }
         // Only keyed reads counted a hit (reads by id count nothing).
         func countMiss() {
             guard key != nil else { return }
@@ -343,11 +349,12 @@ final class CacheEngine: @unchecked Sendable {
             countMiss()
             return .miss
         }
-        // The failed read counted the value's bytes as read.
-        if key != nil { counters.bytesRead -= current.info.rawLength }
+
         let damage: BlobDamage
         switch try pipeline.read(current.info, at: try store.location(of: current.info)) {
-        case .success(let value): return .value(value)
+        case .success(let value):
+            if key != nil { counters.bytesRead += value.count }
+            return .value(value)
         case .failure(let failure): damage = failure
         }
         var slots: [Int32] = []
@@ -365,14 +372,14 @@ final class CacheEngine: @unchecked Sendable {
     func remove(slot: Int32, reason: RemovalReason) {
         index.withKeyBytes(at: slot) { journal.appendRemove(keyBytes: $0, reason: reason) }
         if recordsChanges { madeChanges.append(.removed(key: index.key(at: slot), reason: reason)) }
-        release(index.remove(slot: slot))
         switch reason {
         case .evicted:
             counters.evictions += 1
-            telemetry.evicted()
+            if telemetry.metrics != nil { telemetry.evicted(key: index.key(at: slot)) }
         case .expired: counters.expirations += 1
         case .explicit, .damaged, .cleared: break
         }
+        release(index.remove(slot: slot))
     }
 
     /// Evicts least recently used unpinned entries until the totals are within the limits.
@@ -386,7 +393,10 @@ final class CacheEngine: @unchecked Sendable {
     /// Evicts each capped namespace's least recently used unpinned entries until it is within
     /// its cap: one walk of the LRU list from the oldest end.
     private func evictToNamespaceLimits() {
-        var over = Set(namespaceLimits.filter { (index.namespaces.usage[$0.key]?.storedBytes ?? 0) > $0.value }.keys)
+        namespacesOverPinned = namespacesOverPinned.filter { prefix, _ in
+            (index.namespaces.usage[prefix]?.storedBytes ?? 0) > (namespaceLimits[prefix] ?? .max)
+        }
+        var over = Set(namespaceLimits.keys.filter(isOverLimit))
         var cursor = index.oldest
         while !over.isEmpty, cursor >= 0 {
             let next = index.entry(at: cursor).newer
@@ -396,6 +406,15 @@ final class CacheEngine: @unchecked Sendable {
             }
             cursor = next
         }
+        for prefix in over { namespacesOverPinned[prefix] = index.namespaces.usage[prefix]?.storedBytes }
+    }
+
+    /// Whether the namespace with `prefix` holds more than its cap and eviction may help.
+    private func isOverLimit(_ prefix: [UInt8]) -> Bool {
+        guard let max = namespaceLimits[prefix], let stored = index.namespaces.usage[prefix]?.storedBytes, stored > max else {
+            return false
+        }
+        return namespacesOverPinned[prefix] != stored
     }
 
     var isOverLimits: Bool {
@@ -406,6 +425,6 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Whether a namespace holds more than the cap this open set for it.
     var isOverNamespaceLimits: Bool {
-        namespaceLimits.contains { (index.namespaces.usage[$0.key]?.storedBytes ?? 0) > $0.value }
+        namespaceLimits.keys.contains(where: isOverLimit)
     }
 }

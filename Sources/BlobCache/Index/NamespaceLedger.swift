@@ -17,11 +17,12 @@ struct NamespaceLedger {
         var references: [Int32: Int32] = [:]
     }
 
-    /// By the namespace's key prefix (`NamespaceKey.prefix(of:)`).
-    private(set) var usage: [String: Usage] = [:]
+    /// By the namespace's key prefix (`NamespaceKey.prefix(of:)`), as bytes: names are told
+    /// apart byte by byte, as keys are (`String` would merge canonically equivalent names).
+    private(set) var usage: [[UInt8]: Usage] = [:]
 
     /// Counts an entry of the namespace with key prefix `prefix` using the blob in `slot`.
-    mutating func add(prefix: String, blobSlot slot: Int32, footprint: Int, rawLength: Int) {
+    mutating func add(prefix: [UInt8], blobSlot slot: Int32, footprint: Int, rawLength: Int) {
         usage[prefix, default: Usage()].entries += 1
         let references = usage[prefix]!.references[slot, default: 0] + 1
         usage[prefix]!.references[slot] = references
@@ -32,16 +33,17 @@ struct NamespaceLedger {
     }
 
     /// Forgets an entry that `add` counted.
-    mutating func remove(prefix: String, blobSlot slot: Int32, footprint: Int, rawLength: Int) {
-        guard var figures = usage[prefix] else { return }
-        figures.entries -= 1
-        let references = (figures.references[slot] ?? 1) - 1
-        figures.references[slot] = references == 0 ? nil : references
+    mutating func remove(prefix: [UInt8], blobSlot slot: Int32, footprint: Int, rawLength: Int) {
+        // Changed in place: a copy of the usage would copy its reference table at every removal.
+        guard usage[prefix] != nil else { return }
+        usage[prefix]!.entries -= 1
+        let references = (usage[prefix]!.references[slot] ?? 1) - 1
+        usage[prefix]!.references[slot] = references == 0 ? nil : references
         if references == 0 {
-            figures.storedBytes -= footprint
-            figures.logicalBytes -= rawLength
+            usage[prefix]!.storedBytes -= footprint
+            usage[prefix]!.logicalBytes -= rawLength
         }
-        usage[prefix] = figures.entries == 0 ? nil : figures
+        if usage[prefix]!.entries == 0 { usage[prefix] = nil }
     }
 
     /// Accounts a blob rewritten with another size (recompression) in every namespace using it.
@@ -58,25 +60,25 @@ enum NamespaceKey {
     /// The longest name, in bytes of UTF-8.
     static let maxNameBytes = 255
 
-    /// The prefix of every raw key of namespace `name`.
-    static func prefix(of name: String) -> String { "\u{0}/" + name + "\u{0}" }
+    /// The prefix of every raw key of namespace `name`, as bytes.
+    static func prefix(of name: String) -> [UInt8] { [0, UInt8(ascii: "/")] + Array(name.utf8) + [0] }
 
     /// The namespace prefix a raw key starts with; `nil` for keys of no namespace.
-    static func prefix(ofRaw key: UnsafeRawBufferPointer) -> String? {
+    static func prefix(ofRaw key: UnsafeRawBufferPointer) -> [UInt8]? {
         guard key.count > 3, key[0] == 0, key[1] == UInt8(ascii: "/") else { return nil }
         guard let end = key[2...].firstIndex(of: 0) else { return nil }
-        return String(decoding: key[..<(end + 1)], as: UTF8.self)
+        return Array(key[..<(end + 1)])
     }
 
     /// The namespace prefix of a raw key; `nil` for keys of no namespace.
-    static func prefix(ofRawKey key: String) -> String? {
+    static func prefix(ofRawKey key: String) -> [UInt8]? {
         guard key.utf8.first == 0 else { return nil }
         var key = key
         return key.withUTF8 { prefix(ofRaw: UnsafeRawBufferPointer($0)) }
     }
 
     /// The name in a prefix made by `prefix(of:)`.
-    static func name(ofPrefix prefix: String) -> String {
-        String(decoding: prefix.utf8.dropFirst(2).dropLast(), as: UTF8.self)
+    static func name(ofPrefix prefix: [UInt8]) -> String {
+        String(decoding: prefix.dropFirst(2).dropLast(), as: UTF8.self)
     }
 }

@@ -19,10 +19,13 @@ extension BlobCache {
     }
 
     /// `value(forKey:expiry:loadingWith:)` for a key already validated (and made raw by a namespace).
+    ///
+    /// Joined before the disk is read: the flight reads it (once for all its callers, counting
+    /// one hit or one miss) and loads only on a miss, so no caller can start a second load
+    /// between another flight's read and its end.
     func value(forRawKey key: String, expiry: Expiry?,
                loadingWith load: @escaping @Sendable () async throws -> [UInt8]) async throws -> [UInt8] {
         if let remembered = memoryValue(forRawKey: key) { return remembered }
-        if let stored = try await AsyncBlobCache.run({ try self.bytes(forRawKey: key) }) { return stored }
         let (flight, isNew) = flights.flight(for: key)
         if isNew {
             Task {
@@ -35,26 +38,16 @@ extension BlobCache {
         return try await flight.wait()
     }
 
-    /// The flight's work: the stored value when another flight stored it since this caller
-    /// looked (so a load runs only for a key that is still missing), else `load`, then `set`.
+    /// The flight's work: the stored value, else `load`'s, stored.
     private func loadAndStore(key: String, expiry: Expiry?,
                               load: @Sendable () async throws -> [UInt8]) async throws -> [UInt8] {
-        if let stored = try await AsyncBlobCache.run({ try self.storedValue(forRawKey: key) }) { return stored }
+        if let stored = try await AsyncBlobCache.run({ try self.bytes(forRawKey: key) }) { return stored }
         let value = try await load()
         try await AsyncBlobCache.run {
             let id = try self.set(value, forRawKey: key, expiry: expiry, pinned: false)
             if self.remembersValues { self.remember(value, id: id) }
         }
         return value
-    }
-
-    /// The value of `key` (raw) if it holds one, counting no miss when it does not (its caller
-    /// already counted that one).
-    private func storedValue(forRawKey key: String) throws -> [UInt8]? {
-        guard try lookup({ engine in
-            engine.index.slot(of: key).map { engine.index.entry(at: $0).expiry > engine.now() } ?? false
-        }) else { return nil }
-        return try bytes(forRawKey: key)
     }
 }
 

@@ -39,6 +39,9 @@ final class Flight: Sendable {
         }
     }
 
+    /// Callers waiting now (tests wait for all of theirs to have joined).
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     /// Hands `result` to every waiter, and to any that comes later.
     func finish(_ result: Result<[UInt8], any Error>) {
         let waiting = state.withLock { state in
@@ -63,6 +66,9 @@ final class FlightTable: Sendable {
             return (flight, true)
         }
     }
+
+    /// The flight loading `key` now, if any.
+    func running(_ key: String) -> Flight? { running.withLock { $0[key] } }
 
     /// Forgets `flight` (done): a caller after this starts a new one, which finds the stored value.
     func end(_ flight: Flight, for key: String) {

@@ -31,7 +31,8 @@ extension CacheEngine {
     /// `beginRead(key:)` for a key whose value the memory tier holds, when that needs no file
     /// I/O and no flock: the index current, the entry unexpired, no accesses due for the journal.
     func rememberedValue(forKey key: String) -> [UInt8]? {
-        guard !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, let slot = index.slot(of: key) else { return nil }
+        guard !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, namespaceLimits.isEmpty || !isOverNamespaceLimits,
+              let slot = index.slot(of: key) else { return nil }
         let entry = index.entry(at: slot)
         guard entry.expiry > now(), memory.contains(index.blob(at: entry.blob).id) else { return nil }
         return try? beginRead(key: key)?.value

@@ -20,7 +20,7 @@ extension BlobCache {
     }
 
     /// Changes to the raw keys starting with `namespace + prefix`.
-    func changes(namespace: String?, prefix: String) -> AsyncStream<Change> {
+    func changes(namespace: [UInt8]?, prefix: String) -> AsyncStream<Change> {
         let stream = changeHub.subscribe(namespace: namespace, prefix: prefix)
         // Closed already: the stream ends at once.
         if state.withLock({ $0 == nil }) { changeHub.finishAll() }

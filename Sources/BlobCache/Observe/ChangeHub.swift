@@ -10,8 +10,8 @@ final class ChangeHub: Sendable {
     static let bufferLimit = 1024
 
     private struct Consumer {
-        /// Raw keys it wants start with this.
-        let prefix: String
+        /// Raw keys it wants start with these bytes (compared as bytes, as the index compares keys).
+        let prefix: [UInt8]
         /// Bytes of the raw key that are the namespace's, dropped from what it is given.
         let namespaceBytes: Int
         let continuation: AsyncStream<BlobCache.Change>.Continuation
@@ -27,10 +27,10 @@ final class ChangeHub: Sendable {
     /// A new stream of the changes to raw keys starting with `namespace + prefix` (raw keys of
     /// other namespaces and content-addressed entries are never given to a cache-wide consumer),
     /// and a call to make when it ends.
-    func subscribe(namespace: String?, prefix: String) -> AsyncStream<BlobCache.Change> {
+    func subscribe(namespace: [UInt8]?, prefix: String) -> AsyncStream<BlobCache.Change> {
         let (stream, continuation) = AsyncStream<BlobCache.Change>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
         let id = nextID.withLock { id -> Int in id += 1; return id }
-        let consumer = Consumer(prefix: (namespace ?? "") + prefix, namespaceBytes: namespace?.utf8.count ?? 0,
+        let consumer = Consumer(prefix: (namespace ?? []) + Array(prefix.utf8), namespaceBytes: namespace?.count ?? 0,
                                 continuation: continuation)
         continuation.onTermination = { [weak self] _ in self?.remove(id) }
         consumers.withLock { consumers in
@@ -53,10 +53,10 @@ final class ChangeHub: Sendable {
             for consumer in consumers.values {
                 for change in changes {
                     let raw = change.key
-                    guard raw.hasPrefix(consumer.prefix) else { continue }
+                    guard raw.utf8.starts(with: consumer.prefix) else { continue }
                     if consumer.namespaceBytes == 0 {
                         // Cache-wide: not the reserved (namespaced, content-addressed) keys.
-                        guard !raw.hasPrefix(CacheEngine.contentAddressedKeyPrefix) else { continue }
+                        guard raw.utf8.first != 0 else { continue }
                         consumer.continuation.yield(change)
                     } else {
                         consumer.continuation.yield(change.droppingKeyPrefix(bytes: consumer.namespaceBytes))

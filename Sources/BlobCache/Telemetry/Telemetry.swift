@@ -3,6 +3,10 @@ import CoreMetrics
 import Metrics
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Where the cache reports: its `Logger` (recovery events at `notice` and `warning`, nothing
@@ -51,8 +55,8 @@ struct Telemetry: Sendable {
         metrics?.instruments(forKey: key).bytesWritten.increment(by: bytes)
     }
 
-    func evicted() {
-        metrics?.instruments(forNamespace: "").evictions.increment()
+    func evicted(key: String) {
+        metrics?.instruments(forKey: key).evictions.increment()
     }
 
     /// Now, in nanoseconds, when a timer will want it (0 otherwise: no clock read).

@@ -65,9 +65,16 @@ struct NamespaceTests {
         #expect(try other.keys().count == 5, "other namespaces keep theirs")
         #expect(throws: BlobCacheError.self) { try small.set(Samples.random(20_000, seed: 9), forKey: "big") }
         #expect(try small.totals().maxStoredBytes == perBlob * 3)
+        // Pinned entries over the cap stay (eviction cannot touch them); the rest goes.
+        for n in 0..<4 { try small.set(Samples.random(4000, seed: UInt64(200 + n)), forKey: "p\(n)", pinned: true) }
+        #expect(try small.keys().sorted() == ["p0", "p1", "p2", "p3"])
+        try small.set(Samples.random(4000, seed: 300), forKey: "u")
+        #expect(try small.keys().sorted() == ["p0", "p1", "p2", "p3"], "an unpinned set is evicted at once")
+        #expect(try small.bytes(forKey: "p0") != nil && other.keys().count == 5)
+        try small.removeAll(includingPinned: true)
         small.setLimits(maxStoredBytes: nil)
         for n in 6..<10 { try small.set(Samples.random(4000, seed: UInt64(n)), forKey: "s\(n)") }
-        #expect(try small.keys().count == 7)
+        #expect(try small.keys().count == 4)
     }
 
     @Test("the async and single-flight forms work on a namespace's keys")

@@ -87,6 +87,8 @@ struct SingleFlightTests {
                 }
             }
             await gate.waitUntilStarted()
+            // Every caller waits on the one flight before it fails (none comes after its end).
+            while (cache.flights.running("k")?.waiterCount ?? 0) < 50 { await Task.yield() }
             gate.open()
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }

@@ -70,6 +70,17 @@ struct StatisticsTests {
         #expect(reopened.lifetime.memoryHits == memoryHits && reopened.lifetime.bytesRead == bytesRead)
     }
 
+    @Test("a damaged blob counts a miss and no bytes read")
+    func damagedRead() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0 })
+        let id = try cache.set(Samples.random(5000), forKey: "k")
+        flipByte(looseFile(dir.path, id), at: 100)
+        #expect(throws: BlobCacheError.self) { try cache.bytes(forKey: "k") }
+        let stats = cache.statistics()
+        #expect(stats.hits == 0 && stats.misses == 1 && stats.bytesRead == 0 && stats.corruptReads == 1)
+    }
+
     @Test("an old stats file without the new counts still loads")
     func oldStatsFile() {
         let old = #"{"hits":3,"misses":1,"sets":2,"deduplicatedSets":0,"evictions":0,"expirations":0,"corruptReads":0,"journalCompactions":0,"packCollections":0}"#
