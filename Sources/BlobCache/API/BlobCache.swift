@@ -368,7 +368,7 @@ public final class BlobCache: Sendable {
         if let value = ticket.value { return value }
         switch try pipeline.read(ticket.info, at: ticket.location) {
         case .success(let value):
-            if remembersValues { remember(value, id: ticket.info.id) }
+            if ticket.remember { remember(value, id: ticket.info.id) }
             return value
         case .failure:
             switch try perform({ try $0.blobFailed(ticket.info, key: key) }) {

@@ -267,12 +267,14 @@ final class CacheEngine: @unchecked Sendable {
         let location: BlobStore.Location?
         /// The value itself when the memory tier held it (no disk read needed).
         var value: [UInt8]? = nil
+        /// Whether the value read from disk goes into the memory tier (`MemoryTier.admit`).
+        var remember = false
     }
 
     /// Looks a key up for reading: a miss for absent or expired keys (expired ones are removed
     /// now), else marks the access and returns where the bytes are.
     func beginRead(key: String) throws -> ReadTicket? {
-        guard let slot = index.slot(of: key) else {
+        guard let slot = slot(of: key) else {
             counters.misses += 1
             telemetry.missed(key: key)
             return nil
@@ -307,14 +309,16 @@ final class CacheEngine: @unchecked Sendable {
         counters.bytesRead += info.rawLength
         if remembered != nil { counters.memoryHits += 1 }
         telemetry.hit(key: key, bytes: info.rawLength, fromMemory: remembered != nil)
-        return ReadTicket(info: info, location: location, value: remembered)
+        return ReadTicket(info: info, location: location, value: remembered,
+                          remember: remembered == nil && memory.admit(info.id, size: info.rawLength))
     }
 
     /// Looks a blob up by id for reading.
     func beginRead(id: BlobID) throws -> ReadTicket? {
         guard let blob = index.blob(id) else { return nil }
         if let value = memory.value(for: id) { return ReadTicket(info: blob.info, location: nil, value: value) }
-        return ReadTicket(info: blob.info, location: try store.location(of: blob.info))
+        return ReadTicket(info: blob.info, location: try store.location(of: blob.info),
+                          remember: memory.admit(id, size: blob.info.rawLength))
     }
 
     /// What a read that failed its checks outside the lock comes to.
@@ -363,6 +367,14 @@ final class CacheEngine: @unchecked Sendable {
         counters.corruptReads += 1
         countMiss()
         return .damaged(.corruptBlob(id: current.id, path: store.describe(current.info), reason: damage.detail))
+    }
+
+    /// `index.slot(of:)` without copying the index: its closure, in a method of the index,
+    /// captures the whole struct (a retain of each of its arrays), where this one captures
+    /// only the engine (measured: 7% of a memory-tier hit).
+    func slot(of key: String) -> Int32? {
+        var key = key
+        return key.withUTF8 { index.slot(ofKeyBytes: UnsafeRawBufferPointer($0)) }
     }
 
     // MARK: Remove

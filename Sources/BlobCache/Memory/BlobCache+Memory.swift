@@ -32,7 +32,7 @@ extension CacheEngine {
     /// I/O and no flock: the index current, the entry unexpired, no accesses due for the journal.
     func rememberedValue(forKey key: String) -> [UInt8]? {
         guard !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, namespaceLimits.isEmpty || !isOverNamespaceLimits,
-              let slot = index.slot(of: key) else { return nil }
+              let slot = slot(of: key) else { return nil }
         let entry = index.entry(at: slot)
         guard entry.expiry > now(), memory.contains(index.blob(at: entry.blob).id) else { return nil }
         return try? beginRead(key: key)?.value
