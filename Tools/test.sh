@@ -7,21 +7,23 @@
 #
 # Under a sanitizer the fault and power-loss suites take every 10th fault point, every 20th under
 # ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md), and the SIGKILL
-# suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE); under
-# ThreadSanitizer the tests whose work is in child processes (the CLI, crash writers) and the
-# single-threaded fault, power-loss and disk-bound sweeps are skipped (BLOBCACHE_SANITIZER):
-# the plain run covers them all. Other arguments
+# suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE). Under
+# ThreadSanitizer only the suites that run threads are run (THREAD_SUITES below: concurrency,
+# many opens, async, single-flight, observers, memory tier, namespaces, statistics, the model,
+# the store, replay and snapshots); the tests whose work is in child processes and the
+# single-threaded sweeps are the plain run's (and ASan's) alone. Other arguments
 # go to `swift test` (for example --filter FaultTests). Exit status: swift test's (a sanitizer
 # report fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Tools/ensure-deps.sh
 build=()
+THREAD_SUITES='StressTests|MultiProcessTests|APITests|SingleFlightTests|ObserverTests|MemoryTierTests|NamespaceTests|StatisticsTests|ModelTests|BlobStoreTests|ReviewDefectTests|JournalRecoveryTests|SnapshotTests|LimitsTests'
 if [[ ${1:-} == --sanitize ]]; then
   sanitizer=${2:?"--sanitize takes thread or address"}
   shift 2
   case $sanitizer in
-    thread) folder=.build-tsan; export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20} BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-5} ;;
+    thread) folder=.build-tsan; [[ $# -eq 0 ]] && set -- --filter "$THREAD_SUITES"; export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20} BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-5} ;;
     address) folder=.build-asan; export BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-2} ;;
     *) echo "test.sh: unknown sanitizer $sanitizer (thread or address)" >&2; exit 2 ;;
   esac

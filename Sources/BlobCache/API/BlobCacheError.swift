@@ -39,6 +39,7 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The cache was closed.
     case closed
 
+    /// A one-line message naming what failed and what to fix (the CLI prints it).
     public var description: String {
         switch self {
         case .directoryUnusable(let path, let reason):

@@ -81,6 +81,7 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The 32 lowercase hex digits of the digest (`hex`).
     public var description: String { hex }
 
     /// The digest is already uniformly distributed, so one word of it is a good hash input;
@@ -93,8 +94,10 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
         Int(truncatingIfNeeded: (low ^ UInt64(UInt(bitPattern: seed))) &* 0x9E37_79B9_7F4A_7C15)
     }
 
+    /// Whether two ids are the same digest.
     public static func == (lhs: BlobID, rhs: BlobID) -> Bool { lhs.low == rhs.low && lhs.high == rhs.high }
 
+    /// Orders ids as their digests' bytes (the order `fsck` reports in).
     public static func < (lhs: BlobID, rhs: BlobID) -> Bool {
         (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }

@@ -5,6 +5,7 @@ public enum BlobPlace: Hashable, Sendable, CustomStringConvertible {
     /// A record in a pack segment, at a byte offset.
     case packed(segment: UInt32, offset: UInt64)
 
+    /// `loose`, or `pack N @OFFSET` for a record in segment N.
     public var description: String {
         switch self {
         case .loose: "loose"

@@ -21,6 +21,7 @@ public struct SystemClock: CacheClock {
     ///
     ///     configuration.clock = SystemClock()
     public init() {}
+    /// The system's time.
     public func now() -> Date { Date() }
 }
 
@@ -36,6 +37,7 @@ public final class ManualClock: CacheClock {
         current = Locked(start)
     }
 
+    /// The time it was set to, plus every `advance`.
     public func now() -> Date { current.withLock { $0 } }
 
     /// Moves the clock forward (or back, with a negative duration).

@@ -15,6 +15,7 @@ public enum Codec: Sendable, Hashable, CustomStringConvertible {
     /// zlib at its default level, 6.
     public static let zlib = Codec.zlib(level: 6)
 
+    /// `none`, `lz4` or `zlib-N` (N the level), as `Codec(name:)` parses it.
     public var description: String {
         switch self {
         case .none: "none"

@@ -4,10 +4,13 @@ extension BlobCache {
     ///     let report = try cache.compact()
     ///     print(report.journalBytesBefore - report.journalBytesAfter)
     public struct CompactionReport: Sendable, Equatable, Codable {
-        /// Journal size before and after the rewrite, in bytes and in records.
+        /// Journal bytes before the rewrite.
         public var journalBytesBefore = 0
+        /// Journal bytes after the rewrite.
         public var journalBytesAfter = 0
+        /// Journal records before the rewrite.
         public var journalRecordsBefore = 0
+        /// Journal records after the rewrite (one per live entry).
         public var journalRecordsAfter = 0
         /// Expired entries removed.
         public var expiredEntries = 0
