@@ -305,10 +305,8 @@ final class CacheEngine: @unchecked Sendable {
             index.touch(slot: slot, at: time, journaled: journaled)
             if journaled { journal.append(.access(key: key, time: time)) }
         }
-        counters.hits += 1
-        counters.bytesRead += info.rawLength
-        if remembered != nil { counters.memoryHits += 1 }
-        telemetry.hit(key: key, bytes: info.rawLength, fromMemory: remembered != nil)
+        counters.countHit(bytes: info.rawLength, fromMemory: remembered != nil)   // one access, not three
+        if telemetry.metrics != nil { telemetry.hit(key: key, bytes: info.rawLength, fromMemory: remembered != nil) }
         return ReadTicket(info: info, location: location, value: remembered,
                           remember: remembered == nil && memory.admit(info.id, size: info.rawLength))
     }

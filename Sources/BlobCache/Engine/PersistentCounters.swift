@@ -25,6 +25,13 @@ extension BlobCache.Counters {
         return sum
     }
 
+    /// Counts a read that returned `bytes` bytes.
+    mutating func countHit(bytes: Int, fromMemory: Bool) {
+        hits += 1
+        bytesRead += bytes
+        if fromMemory { memoryHits += 1 }
+    }
+
     /// The lifetime counts saved in `DIR/stats` at each clean close (zero when absent,
     /// unreadable, over 64 KiB or holding a negative count: they are statistics, never worth
     /// failing an open for).
