@@ -39,6 +39,8 @@ struct APITests {
         #expect(loaded == ada)
         #expect(try users.value(forKey: "1") == ada)
         #expect(try cache.bytes(forKey: "1") == nil, "stored in the namespace")
+        try CodableCache<Profile>(cache).set(ada, forKey: "only-outside")
+        #expect(try users.value(forKey: "only-outside") == nil, "a namespace's miss is a miss, not the cache's key")
         #expect(try await users.value(forKey: "1") { Issue.record("loaded a hit"); return ada } == ada)
     }
 

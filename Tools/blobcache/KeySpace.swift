@@ -17,11 +17,14 @@ struct KeySpace {
     }
 
     func bytes(forKey key: String) throws -> [UInt8]? {
-        try namespace?.bytes(forKey: key) ?? cache.bytes(forKey: key)
+        // Not `namespace?.bytes(…) ?? cache.bytes(…)`: a namespace's miss would read the cache's key.
+        if let namespace { return try namespace.bytes(forKey: key) }
+        return try cache.bytes(forKey: key)
     }
 
     func removeValue(forKey key: String) throws -> Bool {
-        try namespace?.removeValue(forKey: key) ?? cache.removeValue(forKey: key)
+        if let namespace { return try namespace.removeValue(forKey: key) }
+        return try cache.removeValue(forKey: key)
     }
 
     /// Entries with keys as the key space knows them; the cache's own exclude namespaced and
@@ -37,6 +40,7 @@ struct KeySpace {
     }
 
     func keys() throws -> [String] {
-        try namespace?.keys() ?? cache.keys()
+        if let namespace { return try namespace.keys() }
+        return try cache.keys()
     }
 }

@@ -92,7 +92,14 @@ public struct CodableCache<Value: Codable>: Sendable {
     ///
     ///     let profile = try profiles.value(forKey: "user/1")
     public func value(forKey key: String) throws -> Value? {
-        guard let bytes = try namespace?.bytes(forKey: key) ?? cache.bytes(forKey: key) else { return nil }
+        // Not `namespace?.bytes(…) ?? cache.bytes(…)`: a namespace's miss would read the cache's key.
+        let bytes: [UInt8]?
+        if let namespace {
+            bytes = try namespace.bytes(forKey: key)
+        } else {
+            bytes = try cache.bytes(forKey: key)
+        }
+        guard let bytes else { return nil }
         return try decoder.decode(Value.self, from: Data(bytes))
     }
 
@@ -119,6 +126,7 @@ public struct CodableCache<Value: Codable>: Sendable {
     ///     try profiles.removeValue(forKey: "user/1")
     @discardableResult
     public func removeValue(forKey key: String) throws -> Bool {
-        try namespace?.removeValue(forKey: key) ?? cache.removeValue(forKey: key)
+        if let namespace { return try namespace.removeValue(forKey: key) }
+        return try cache.removeValue(forKey: key)
     }
 }

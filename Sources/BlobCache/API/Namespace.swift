@@ -53,6 +53,15 @@ extension BlobCache {
             /// Its byte cap in this open, if any.
             public var maxStoredBytes: Int?
 
+            func adding(_ other: Totals) -> Totals {
+                var sum = self
+                sum.entries += other.entries
+                sum.blobs += other.blobs
+                sum.logicalBytes += other.logicalBytes
+                sum.storedBytes += other.storedBytes
+                return sum
+            }
+
             init(_ usage: NamespaceLedger.Usage, maxStoredBytes: Int?) {
                 entries = usage.entries
                 blobs = usage.references.count
@@ -111,14 +120,7 @@ extension BlobCache {
         ///
         ///     for key in try thumbnails.keys() { print(key) }
         public func keys() throws -> [String] {
-            try validateName()
-            let prefixBytes = prefix.count
-            return try cache.lookup { engine in
-                engine.index.journalOrder().compactMap { slot -> String? in
-                    guard engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix else { return nil }
-                    return String(decoding: engine.index.key(at: slot).utf8.dropFirst(prefixBytes), as: UTF8.self)
-                }
-            }
+            try entries().map(\.key)
         }
 
         /// The metadata of this namespace's entries (keys as this namespace knows them), least
@@ -158,6 +160,7 @@ extension BlobCache {
             guard (try? validateName()) != nil else { return }
             _ = try? cache.perform { engine in
                 engine.namespaceLimits[prefix] = maxStoredBytes.map { max(1, $0) }
+                engine.namespacesOverPinned[prefix] = nil
             }
         }
 
@@ -202,10 +205,11 @@ extension BlobCache {
     ///     for (name, totals) in try cache.namespaceTotals() { print(name, totals.entries) }
     public func namespaceTotals() throws -> [String: Namespace.Totals] {
         try lookup { engine in
-            Dictionary(uniqueKeysWithValues: engine.index.namespaces.usage.map { prefix, usage in
-                (NamespaceKey.name(ofPrefix: prefix),
-                 Namespace.Totals(usage, maxStoredBytes: engine.namespaceLimits[prefix]))
-            })
+            // Names whose bytes differ but which Swift compares equal (é as one code point or
+            // two, damaged UTF-8) are distinct namespaces: their figures are added up here.
+            Dictionary(engine.index.namespaces.usage.map { prefix, usage in
+                (NamespaceKey.name(ofPrefix: prefix), Namespace.Totals(usage, maxStoredBytes: engine.namespaceLimits[prefix]))
+            }, uniquingKeysWith: { $0.adding($1) })
         }
     }
 

@@ -224,6 +224,8 @@ final class CacheEngine: @unchecked Sendable {
         release(index.upsert(record, orderJournaled: true))
         journal.append(.set(record))
         counters.sets += 1
+        // Whatever was pinned over a namespace's cap may not be now: let eviction look again.
+        if !namespacesOverPinned.isEmpty { namespacesOverPinned.removeAll() }
         if recordsChanges { madeChanges.append(.set(key: key, id: blob.id)) }
     }
 
@@ -339,13 +341,13 @@ final class CacheEngine: @unchecked Sendable {
         if blob == nil, let key, let slot = index.slot(of: key), index.entry(at: slot).expiry > now() {
             blob = index.blob(ofEntry: slot)
         }
-        // The failed read counted its bytes as read (keyed reads only): not read after all.
-        if key != nil { counters.bytesRead -= info.rawLength }
-        // Only keyed reads counted a hit (reads by id count nothing).
+        // Only keyed reads counted a hit, and its bytes (reads by id count nothing): turned
+        // into a miss, or into the bytes read again, once the outcome is known.
         func countMiss() {
             guard key != nil else { return }
             counters.hits -= 1
             counters.misses += 1
+            counters.bytesRead -= info.rawLength
         }
         guard let current = blob else {
             countMiss()
@@ -355,7 +357,7 @@ final class CacheEngine: @unchecked Sendable {
         let damage: BlobDamage
         switch try pipeline.read(current.info, at: try store.location(of: current.info)) {
         case .success(let value):
-            if key != nil { counters.bytesRead += value.count }
+            if key != nil { counters.bytesRead += value.count - info.rawLength }
             return .value(value)
         case .failure(let failure): damage = failure
         }

@@ -37,7 +37,7 @@ struct MemoryTier {
     private var seen: [UInt64] = []
     private var seenInCurrent = 0
     /// Ids a filter generation takes: about half the values of 8 KiB the tier holds, a power of 2.
-    private var generation: Int { max(256, 1 << max(0, (Int.bitWidth - 1 - (limit / 8192).leadingZeroBitCount))) }
+    private var generation: Int { min(1 << 20, max(256, 1 << max(0, (Int.bitWidth - 1 - (limit / 8192).leadingZeroBitCount)))) }
 
     /// A tier holding at most `limit` bytes (0: none at all).
     init(limit: Int) { self.limit = max(0, limit) }
@@ -52,6 +52,9 @@ struct MemoryTier {
     /// kept afterwards: its second read while the doorkeeper remembers the first.
     mutating func admit(_ id: BlobID, size: Int) -> Bool {
         guard admits(size: size) else { return false }
+        // With room to spare nothing is evicted for it: kept at once (the doorkeeper guards
+        // the full tier, whose values a scan would push out).
+        if bytes + size <= limit { return true }
         // A blocked filter: both of an id's bits in one word, and that word of both generations
         // side by side, so a lookup touches one cache line (a filter read from all over memory
         // cost tens of ns a read in cache misses, measured, as each get streams kilobytes of

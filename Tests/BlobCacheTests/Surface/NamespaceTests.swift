@@ -25,6 +25,12 @@ struct NamespaceTests {
         #expect(try b.keys().isEmpty && cache.keys() == ["k"])
         #expect(try cache.totals().blobs == 1)
         #expect(throws: BlobCacheError.self) { try cache.namespace("").set([1], forKey: "k") }
+        // Two names Swift compares equal but whose bytes differ are two namespaces.
+        try cache.namespace("caf\u{E9}").set([1], forKey: "k")
+        try cache.namespace("cafe\u{301}").set([2], forKey: "k")
+        #expect(try cache.namespace("caf\u{E9}").bytes(forKey: "k") == [1])
+        #expect(try cache.namespace("cafe\u{301}").bytes(forKey: "k") == [2])
+        #expect(try cache.namespaceTotals()["caf\u{E9}"]?.entries == 2, "listed under one name, figures added up")
         #expect(throws: BlobCacheError.self) { try cache.namespace("bad\u{0}name").bytes(forKey: "k") }
     }
 

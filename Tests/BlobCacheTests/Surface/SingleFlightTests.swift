@@ -2,49 +2,49 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// Counts calls to a loader; lets a test hold the load until every caller waits.
-private final class LoadGate: Sendable {
-    let calls = Locked(0)
-    private let release = Locked<[CheckedContinuation<Void, Never>]?>([])
-    /// Who waits for the first call (`nil` once it came).
-    private let starting = Locked<[CheckedContinuation<Void, Never>]?>([])
+/// Tasks waiting for something that happens once: they wait until it has.
+private final class Moment: Sendable {
+    /// `nil` once it happened.
+    private let waiting = Locked<[CheckedContinuation<Void, Never>]?>([])
 
-    func load(_ value: [UInt8], failing: Bool = false) async throws -> [UInt8] {
-        calls.withLock { $0 += 1 }
-        for waiter in starting.withLock({ waiting -> [CheckedContinuation<Void, Never>] in
-            defer { waiting = nil }
-            return waiting ?? []
-        }) { waiter.resume() }
+    func wait() async {
         await withCheckedContinuation { continuation in
-            let ready = release.withLock { waiting -> Bool in
+            let happened = waiting.withLock { waiting -> Bool in
                 guard waiting != nil else { return true }
                 waiting!.append(continuation)
                 return false
             }
-            if ready { continuation.resume() }
+            if happened { continuation.resume() }
         }
-        if failing { throw LoadFailed() }
-        return value
     }
 
-    func open() {
-        for continuation in release.withLock({ waiting -> [CheckedContinuation<Void, Never>] in
+    func happen() {
+        for continuation in waiting.withLock({ waiting -> [CheckedContinuation<Void, Never>] in
             defer { waiting = nil }
             return waiting ?? []
         }) { continuation.resume() }
     }
+}
+
+/// Counts calls to a loader; lets a test hold the load until every caller waits.
+private final class LoadGate: Sendable {
+    let calls = Locked(0)
+    private let started = Moment()
+    private let opened = Moment()
+
+    func load(_ value: [UInt8], failing: Bool = false) async throws -> [UInt8] {
+        calls.withLock { $0 += 1 }
+        started.happen()
+        await opened.wait()
+        if failing { throw LoadFailed() }
+        return value
+    }
+
+    /// Lets every load (and any later one) finish.
+    func open() { opened.happen() }
 
     /// Returns once the loader was called.
-    func waitUntilStarted() async {
-        await withCheckedContinuation { continuation in
-            let now = starting.withLock { waiting -> Bool in
-                guard waiting != nil else { return true }
-                waiting!.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
+    func waitUntilStarted() async { await started.wait() }
 }
 
 private struct LoadFailed: Error {}
