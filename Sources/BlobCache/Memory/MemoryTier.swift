@@ -28,8 +28,9 @@ struct MemoryTier {
     private var oldest: Int32 = -1
     private var newest: Int32 = -1
     /// The doorkeeper: the ids read from disk once lately, as two generations of a two-bit
-    /// Bloom filter (the older one dropped when the newer has taken `generation` ids). A value
-    /// is kept only when read from disk again while its id is remembered, so that a scan of
+    /// Bloom filter (the older one dropped when the newer has taken `generation` ids). Once the
+    /// tier is full, a value is kept only when read from disk again while its id is remembered,
+    /// so that a scan of
     /// more values than the tier holds (each read once) costs nothing: keeping every value
     /// would make each read of such a scan pay for an insert, an eviction and cold memory, for
     /// values evicted before they are read again (measured: disk-tier gets 45% slower). The
@@ -49,7 +50,8 @@ struct MemoryTier {
     func admits(size: Int) -> Bool { limit > 0 && size <= limit / 8 }
 
     /// Whether a value of `size` bytes just missed here and about to be read from disk should be
-    /// kept afterwards: its second read while the doorkeeper remembers the first.
+    /// kept afterwards: at once while there is room, else at its second read while the
+    /// doorkeeper remembers the first.
     mutating func admit(_ id: BlobID, size: Int) -> Bool {
         guard admits(size: size) else { return false }
         // With room to spare nothing is evicted for it: kept at once (the doorkeeper guards
