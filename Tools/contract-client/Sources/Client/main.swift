@@ -1,0 +1,85 @@
+// The API contract of issue 13 used as a client outside the repository would: every name it
+// fixes, with the types it gives. Tools/check-contract.sh copies this package out of the
+// repository and builds and runs it against a clone of it.
+import BlobCache
+import Foundation
+import Logging
+
+struct Profile: Codable, Equatable, Sendable { var name: String }
+
+var configuration = BlobCache.Configuration()
+configuration.memoryLimit = 8 << 20
+configuration.logger = Logger(label: "client")
+let directory = NSTemporaryDirectory() + "client-\(getpid())"
+let cache = try BlobCache(directory: directory, configuration: configuration)
+
+// Single-flight read-through.
+let loaded: [UInt8] = try await cache.value(forKey: "k", expiry: nil, loadingWith: { [1, 2, 3] })
+let again = try await cache.value(forKey: "k") { [9] }
+precondition(loaded == [1, 2, 3] && again == loaded)
+
+// Observers.
+let stream: AsyncStream<BlobCache.Change> = cache.changes(forKeysWithPrefix: "a/")
+let all = cache.changes()
+_ = all
+let consumer = Task { () -> [BlobCache.Change] in
+    var seen: [BlobCache.Change] = []
+    for await change in stream {
+        seen.append(change)
+        switch change {
+        case .set(let key, let id): print("set", key, id)
+        case .removed(let key, let reason):
+            switch reason {
+            case .explicit, .expired, .evicted, .damaged, .cleared: print("removed", key, reason)
+            }
+        }
+        if seen.count == 2 { break }
+    }
+    return seen
+}
+try cache.set([7], forKey: "a/1")
+try cache.removeValue(forKey: "a/1")
+let seen = await consumer.value
+precondition(seen == [.set(key: "a/1", id: BlobID(hashing: [7])), .removed(key: "a/1", reason: .explicit)])
+
+// Memory tier.
+cache.purgeMemory()
+
+// Namespaces.
+let ns: BlobCache.Namespace = cache.namespace("thumbs")
+try ns.set([5], forKey: "x")
+let x: [UInt8]? = try ns.bytes(forKey: "x")
+precondition(x == [5])
+let hasX = try ns.contains("x")
+let nsKeys = try ns.keys()
+precondition(hasX && nsKeys == ["x"])
+let nsTotals = try ns.totals()
+print(nsTotals.entries, nsTotals.storedBytes)
+ns.setLimits(maxStoredBytes: 1_000_000)
+try ns.setLimits(maxStoredBytes: nil)
+_ = try await ns.value(forKey: "y") { [6] }
+_ = try await ns.async.bytes(forKey: "x")
+let removedX = try ns.removeValue(forKey: "x")
+precondition(removedX)
+try ns.removeAll()
+
+// Statistics.
+let stats: BlobCache.Statistics = cache.statistics()
+let counts: [Int] = [stats.hits, stats.misses, stats.memoryHits, stats.sets, stats.dedupedSets, stats.evictions,
+                     stats.expirations, stats.bytesRead, stats.bytesWritten]
+let ratio: Double = stats.hitRatio
+print(counts, ratio, stats.lifetime.hits, stats.lifetime.hitRatio)
+
+// Codable.
+let json = CodableCache<Profile>(cache)
+try json.set(Profile(name: "Ada"), forKey: "p", expiry: .after(.seconds(60)))
+let ada = try json.value(forKey: "p")
+precondition(ada == Profile(name: "Ada"))
+let plist = CodableCache<Profile>(cache, encoder: PropertyListEncoder(), decoder: PropertyListDecoder())
+try plist.set(Profile(name: "Bob"), forKey: "q")
+let bob = try await plist.value(forKey: "q") { Profile(name: "never") }
+precondition(bob == Profile(name: "Bob"))
+
+try cache.close()
+try? FileManager.default.removeItem(atPath: directory)
+print("client: ok")
