@@ -31,10 +31,10 @@ extension CacheEngine {
     /// `beginRead(key:)` for a key whose value the memory tier holds, when that needs no file
     /// I/O and no flock: the index current, the entry unexpired, no accesses due for the journal.
     func rememberedValue(forKey key: String) -> [UInt8]? {
-        guard !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, namespaceLimits.isEmpty || !isOverNamespaceLimits,
+        guard !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, !isOverNamespaceLimits,
               let slot = slot(of: key) else { return nil }
-        let entry = index.entry(at: slot)
-        guard entry.expiry > now(), memory.contains(index.blob(at: entry.blob).id) else { return nil }
-        return try? beginRead(key: key)?.value
+        let entry = index.entry(at: slot), time = now()
+        guard entry.expiry > time, memory.contains(index.blob(at: entry.blob).id) else { return nil }
+        return try? beginRead(key: key, at: slot, time: time)?.value
     }
 }

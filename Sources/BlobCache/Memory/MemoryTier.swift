@@ -24,17 +24,15 @@ struct MemoryTier {
     /// Node slots by id: an open-addressing table on a word of the digest (already uniform),
     /// which costs a fraction of `Dictionary`'s hashing on every read that misses here.
     private var slots = SlotTable()
-    private var held = 0
     private var oldest: Int32 = -1
     private var newest: Int32 = -1
     /// The doorkeeper: the ids read from disk once lately, as two generations of a two-bit
     /// Bloom filter (the older one dropped when the newer has taken `generation` ids). Once the
     /// tier is full, a value is kept only when read from disk again while its id is remembered,
-    /// so that a scan of
-    /// more values than the tier holds (each read once) costs nothing: keeping every value
-    /// would make each read of such a scan pay for an insert, an eviction and cold memory, for
-    /// values evicted before they are read again (measured: disk-tier gets 45% slower). The
-    /// filter remembers the last `generation` to `2 * generation` ids, about what the tier holds.
+    /// so that a scan of more values than the tier holds (each read once) does not pay, on
+    /// every read, for an insert, an eviction and cold memory for values evicted before they
+    /// are read again. The filter remembers the last `generation` to `2 * generation` ids,
+    /// about what the tier holds.
     private var seen: [UInt64] = []
     private var seenInCurrent = 0
     /// Ids a filter generation takes: about half the values of 8 KiB the tier holds, a power of 2.
@@ -44,7 +42,7 @@ struct MemoryTier {
     init(limit: Int) { self.limit = max(0, limit) }
 
     /// Values held.
-    var count: Int { held }
+    var count: Int { slots.count }
 
     /// Whether a value of `size` bytes would be kept.
     func admits(size: Int) -> Bool { limit > 0 && size <= limit / 8 }
@@ -58,9 +56,8 @@ struct MemoryTier {
         // the full tier, whose values a scan would push out).
         if bytes + size <= limit { return true }
         // A blocked filter: both of an id's bits in one word, and that word of both generations
-        // side by side, so a lookup touches one cache line (a filter read from all over memory
-        // cost tens of ns a read in cache misses, measured, as each get streams kilobytes of
-        // value through the caches).
+        // side by side, so a lookup touches one cache line: each get streams kilobytes of value
+        // through the caches, and a filter read from all over memory missed them on every read.
         let words = generation / 2   // 32 bits an id
         if seen.isEmpty { seen = [UInt64](repeating: 0, count: 2 * words) }
         let (high, low) = id.doorkeeperWords
@@ -84,7 +81,7 @@ struct MemoryTier {
     func contains(_ id: BlobID) -> Bool { slot(of: id) != nil }
 
     private func slot(of id: BlobID) -> Int32? {
-        guard held > 0 else { return nil }
+        guard slots.count > 0 else { return nil }
         return slots.find(hash: id.doorkeeperWords.1) { nodes[Int($0)].id == id }
     }
 
@@ -111,7 +108,6 @@ struct MemoryTier {
         if newest >= 0 { nodes[Int(newest)].newer = slot } else { oldest = slot }
         newest = slot
         slots.insert(slot, hash: id.doorkeeperWords.1)
-        held += 1
         bytes += value.count
     }
 
@@ -125,7 +121,6 @@ struct MemoryTier {
         nodes.removeAll()
         freeNodes.removeAll()
         slots = SlotTable()
-        held = 0
         oldest = -1
         newest = -1
         bytes = 0
@@ -134,7 +129,6 @@ struct MemoryTier {
     private mutating func remove(slot: Int32) {
         unlink(slot)
         slots.remove(slot, hash: nodes[Int(slot)].id.doorkeeperWords.1)
-        held -= 1
         bytes -= nodes[Int(slot)].value.count
         nodes[Int(slot)].value = []
         freeNodes.append(slot)

@@ -18,8 +18,9 @@ final class ChangeHub: Sendable {
     }
 
     private let consumers = Locked<[Int: Consumer]>([:])
-    private let nextID = Locked(0)
     private let consumerCount = Atomic<Int>(0)
+    /// The id of the next consumer.
+    private let lastID = Atomic<Int>(0)
 
     /// Whether anyone is listening (the engine records changes only then): one atomic load.
     var isObserved: Bool { consumerCount.load(ordering: .acquiring) > 0 }
@@ -29,7 +30,7 @@ final class ChangeHub: Sendable {
     /// and a call to make when it ends.
     func subscribe(namespace: [UInt8]?, prefix: String) -> AsyncStream<BlobCache.Change> {
         let (stream, continuation) = AsyncStream<BlobCache.Change>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
-        let id = nextID.withLock { id -> Int in id += 1; return id }
+        let id = lastID.add(1, ordering: .relaxed).newValue
         let consumer = Consumer(prefix: (namespace ?? []) + Array(prefix.utf8), namespaceBytes: namespace?.count ?? 0,
                                 continuation: continuation)
         continuation.onTermination = { [weak self] _ in self?.remove(id) }

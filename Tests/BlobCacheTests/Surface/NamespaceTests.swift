@@ -77,6 +77,9 @@ struct NamespaceTests {
         try small.set(Samples.random(4000, seed: 300), forKey: "u")
         #expect(try small.keys().sorted() == ["p0", "p1", "p2", "p3"], "an unpinned set is evicted at once")
         #expect(try small.bytes(forKey: "p0") != nil && other.keys().count == 5)
+        // Unpinned again with the same value (the namespace's bytes do not change): evicted now.
+        try small.set(Samples.random(4000, seed: 200), forKey: "p0")
+        #expect(try small.keys().sorted() == ["p1", "p2", "p3"], "a set lets eviction look again")
         try small.removeAll(includingPinned: true)
         small.setLimits(maxStoredBytes: nil)
         for n in 6..<10 { try small.set(Samples.random(4000, seed: UInt64(n)), forKey: "s\(n)") }
