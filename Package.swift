@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "BlobCache", targets: ["BlobCache"]),
+        .library(name: "BlobCacheRemote", targets: ["BlobCacheRemote"]),
         .executable(name: "blobcache", targets: ["blobcache"]),
     ],
     dependencies: [
@@ -19,6 +20,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.65.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.21.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -42,10 +47,40 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
+        ),
+        // The remote tier's stores: HTTP (WebDAV-style PUT, as nginx, ccache and sccache speak
+        // it) and Redis. The core module keeps no networking dependency.
+        .target(
+            name: "BlobCacheRemote",
+            dependencies: [
+                "BlobCache",
+                "CHiredis",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `blobcache serve`: one cache directory as an HTTP cache server (ccache, sccache, Bazel).
+        .target(
+            name: "BlobCacheServer",
+            dependencies: [
+                "BlobCache",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "blobcache",
             dependencies: [
                 "BlobCache",
+                "BlobCacheRemote",
+                "BlobCacheServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/blobcache"
@@ -64,6 +99,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Against real servers on loopback (nginx, redis-server), started and stopped by the tests.
+        .testTarget(
+            name: "BlobCacheRemoteTests",
+            dependencies: ["BlobCache", "BlobCacheRemote", "blobcache"]
+        ),
+        // `blobcache serve` with real clients (ccache, curl).
+        .testTarget(
+            name: "BlobCacheServerTests",
+            dependencies: ["BlobCache", "BlobCacheServer", "blobcache"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -72,4 +117,23 @@ let package = Package(
 // that packages depending on BlobCache never resolve it.
 if ProcessInfo.processInfo.environment["BLOBCACHE_DOCS"] != nil {
     package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"))
+}
+
+// Under a sanitizer (Tools/test.sh --sanitize) only the engine is built and tested: the
+// networking modules, their clients' tests and the commands that use them (`serve`, `remote`,
+// `--remote`) are left out, which keeps CI's sanitizer builds from compiling SwiftNIO, BoringSSL
+// and Hummingbird twice more. BLOBCACHE_CORE_ONLY=1 selects this.
+if ProcessInfo.processInfo.environment["BLOBCACHE_CORE_ONLY"] != nil {
+    let network: Set<String> = ["CHiredis", "BlobCacheRemote", "BlobCacheServer", "BlobCacheRemoteTests", "BlobCacheServerTests"]
+    package.targets.removeAll { network.contains($0.name) }
+    package.products.removeAll { $0.name == "BlobCacheRemote" }
+    if let tool = package.targets.first(where: { $0.name == "blobcache" }) {
+        tool.dependencies.removeAll {
+            if case .targetItem(let name, _) = $0 { return network.contains(name) }
+            if case .byNameItem(let name, _) = $0 { return network.contains(name) }
+            return false
+        }
+    }
+} else if let tool = package.targets.first(where: { $0.name == "blobcache" }) {
+    tool.swiftSettings = (tool.swiftSettings ?? []) + [.define("BLOBCACHE_NETWORK")]
 }
