@@ -45,6 +45,10 @@ public final class BlobCache: Sendable {
     let telemetry: Telemetry
     /// Whether values read from disk are offered to the memory tier.
     let remembersValues: Bool
+    /// The second tier (`Configuration.remote`), when there is one.
+    let remote: RemoteTier?
+    /// The configuration's clock (for the remote tier's expiry times).
+    let clock: any CacheClock
     /// `statistics()` after `close()`: the figures at the close.
     let finalStatistics = Locked(Statistics(sinceOpen: Counters(), lifetime: Counters()))
 
@@ -91,6 +95,11 @@ public final class BlobCache: Sendable {
         self.defaultExpiry = configuration.defaultExpiry
         self.telemetry = telemetry
         self.remembersValues = configuration.memoryLimit > 0
+        self.clock = configuration.clock
+        self.remote = configuration.remote.map {
+            RemoteTier(store: $0, backoff: configuration.remoteBackoff, queueLimit: configuration.remoteQueueLimit,
+                       codec: configuration.codec, clock: configuration.clock, logger: configuration.logger)
+        }
         telemetry.logOpen(openReport, directory: directory)
     }
 
@@ -113,7 +122,12 @@ public final class BlobCache: Sendable {
     func set(_ value: some ContiguousBytes, forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> BlobID {
         let start = telemetry.startTime
         defer { telemetry.finished(set: true, key: key, since: start) }
-        return try value.withUnsafeBytes { try put($0, key: key, expiry: expiry ?? defaultExpiry, pinned: pinned) }
+        let rule = expiry ?? defaultExpiry
+        return try value.withUnsafeBytes { raw in
+            let id = try put(raw, key: key, expiry: rule, pinned: pinned)
+            remote?.send(Array(raw), id: id, key: key, expiry: rule.deadline(from: Nanoseconds.from(clock.now())))
+            return id
+        }
     }
 
     /// The value stored under `key`, or `nil` when there is none or it has expired. A damaged
@@ -128,7 +142,9 @@ public final class BlobCache: Sendable {
     func bytes(forRawKey key: String) throws -> [UInt8]? {
         let start = telemetry.startTime
         defer { telemetry.finished(set: false, key: key, since: start) }
-        guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else { return nil }
+        guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else {
+            return remote == nil ? nil : try remoteValue(forRawKey: key)
+        }
         return try finishRead(ticket, key: key)
     }
 
@@ -161,11 +177,7 @@ public final class BlobCache: Sendable {
     ///     try cache.removeValue(forKey: "avatar/42")
     @discardableResult
     public func removeValue(forKey key: String) throws -> Bool {
-        try perform { engine in
-            guard let slot = engine.index.slot(of: key) else { return false }
-            engine.remove(slot: slot, reason: .explicit)
-            return true
-        }
+        try removeValue(forRawKey: key)
     }
 
     /// Removes every entry; pinned ones only when `includingPinned`.
@@ -231,6 +243,8 @@ public final class BlobCache: Sendable {
     ///
     ///     try cache.close()
     public func close() throws {
+        // Delivers (or, with the remote down, drops) what the write-behind queue holds.
+        remote?.flush()
         // Ends the change streams whatever happens (outside the lock: a stream's end calls back).
         defer { changeHub.finishAll() }
         // Waits for maintenance running on another thread to finish its steps.
@@ -268,7 +282,9 @@ public final class BlobCache: Sendable {
     public func store(_ value: some ContiguousBytes) throws -> BlobID {
         try value.withUnsafeBytes { raw in
             let id = BlobID(hashing: raw)
-            return try put(raw, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false, knownID: id)
+            try put(raw, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false, knownID: id)
+            remote?.send(Array(raw), id: id, key: nil, expiry: Nanoseconds.never)
+            return id
         }
     }
 
@@ -276,7 +292,9 @@ public final class BlobCache: Sendable {
     ///
     ///     let bytes = try cache.bytes(for: id)
     public func bytes(for id: BlobID) throws -> [UInt8]? {
-        guard let ticket = try lookup({ try $0.beginRead(id: id) }) else { return nil }
+        guard let ticket = try lookup({ try $0.beginRead(id: id) }) else {
+            return remote == nil ? nil : try remoteValue(for: id)
+        }
         return try finishRead(ticket)
     }
 
@@ -330,7 +348,8 @@ public final class BlobCache: Sendable {
         return result
     }
 
-    private func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
+    @discardableResult
+    func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
         let prepared: PreparedBlob
         if knownID == nil && raw.count >= Parallel.threshold {
             // Large: hash on one core while the others compress; a duplicate wastes one compression.

@@ -69,6 +69,27 @@ extension BlobCache {
         ///
         ///     configuration.metricsFactory = myPrometheusFactory
         public var metricsFactory: (any MetricsFactory)? = nil
+        /// A second tier shared with other machines (`HTTPRemoteStore`, `RedisRemoteStore` from
+        /// the `BlobCacheRemote` module), or `nil` (the default) for none. A local miss asks it;
+        /// a value it has is checked against its id, written back locally (within the local
+        /// caps) and returned. Sets and removes reach it after the local operation, through a
+        /// bounded write-behind queue (`flushRemote()` waits for it; `close()` does too). A
+        /// remote that fails is logged, counted (`statistics().remote`) and skipped for
+        /// `remoteBackoff`: it never fails a local operation. Clearing, eviction and expiry stay
+        /// local: the remote's contents are the server's to expire and evict.
+        ///
+        ///     configuration.remote = RedisRemoteStore(host: "cache.internal", prefix: "ci")
+        public var remote: (any RemoteStore)? = nil
+        /// How long the remote is skipped after a call to it failed or timed out. Default 30 s.
+        ///
+        ///     configuration.remoteBackoff = .seconds(5)
+        public var remoteBackoff: Duration = .seconds(30)
+        /// Bytes of values the write-behind queue holds at most; a set that would overflow it
+        /// is stored locally and not sent (counted in `statistics().remote.droppedWrites`).
+        /// Default 64 MiB.
+        ///
+        ///     configuration.remoteQueueLimit = 256 << 20
+        public var remoteQueueLimit: Int = 64 << 20
         /// The clock for creation, access and expiry times.
         public var clock: any CacheClock = SystemClock()
         /// Journal growth past the index snapshot after which a clean close rewrites it
@@ -97,6 +118,9 @@ extension BlobCache {
             }
             guard memoryLimit >= 0 else {
                 throw BlobCacheError.invalidConfiguration(reason: "memoryLimit must not be negative, got \(memoryLimit)")
+            }
+            guard remoteBackoff >= .zero, remoteQueueLimit >= 0 else {
+                throw BlobCacheError.invalidConfiguration(reason: "remoteBackoff and remoteQueueLimit must not be negative")
             }
             if let lockTimeout, lockTimeout < .zero {
                 throw BlobCacheError.invalidConfiguration(reason: "lockTimeout must not be negative")

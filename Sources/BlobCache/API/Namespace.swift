@@ -218,9 +218,11 @@ extension BlobCache {
         try lookup { engine in engine.index.slot(of: key).map { engine.index.entry(at: $0).expiry > engine.now() } ?? false }
     }
 
-    /// Removes a raw key's entry; returns whether there was one.
+    /// Removes a raw key's entry (and, through the write-behind queue, its remote record);
+    /// returns whether there was one.
     func removeValue(forRawKey key: String) throws -> Bool {
-        try perform { engine in
+        remote?.sendRemoval(ofKey: key)
+        return try perform { engine in
             guard let slot = engine.index.slot(of: key) else { return false }
             engine.remove(slot: slot, reason: .explicit)
             return true

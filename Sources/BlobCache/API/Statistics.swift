@@ -11,6 +11,8 @@ extension BlobCache {
         public var sinceOpen: Counters
         /// Counts over the cache's life: earlier opens' saved counts plus this open's.
         public var lifetime: Counters
+        /// What the remote tier did since this open (all zero without one).
+        public var remote = RemoteCounters()
 
         /// A count since this open, by name: `stats.hits`, `stats.hitRatio`, `stats.bytesRead`.
         ///
@@ -27,10 +29,12 @@ extension BlobCache {
     ///     let stats = cache.statistics()
     ///     print("hit ratio \(stats.hitRatio), \(stats.memoryHits) from memory")
     public func statistics() -> Statistics {
-        state.withLock { engine in
+        var statistics = state.withLock { engine in
             guard let engine else { return finalStatistics.withLock { $0 } }
             return engine.statistics
         }
+        statistics.remote = remote?.counters ?? RemoteCounters()
+        return statistics
     }
 }
 
