@@ -47,11 +47,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
-        .systemLibrary(
-            name: "CHiredis",
-            pkgConfig: "hiredis",
-            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
-        ),
+        // hiredis' headers are found as <hiredis/hiredis.h> (Debian's libhiredis-dev); no
+        // pkg-config, whose -D_FILE_OFFSET_BITS=64 SwiftPM refuses with a warning.
+        .systemLibrary(name: "CHiredis"),
         // The remote tier's stores: HTTP (WebDAV-style PUT, as nginx, ccache and sccache speak
         // it) and Redis. The core module keeps no networking dependency.
         .target(
@@ -61,7 +59,7 @@ let package = Package(
                 "CHiredis",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // `blobcache serve`: one cache directory as an HTTP cache server (ccache, sccache, Bazel).

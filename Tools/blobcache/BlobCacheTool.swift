@@ -20,7 +20,7 @@ struct BlobCacheTool: ParsableCommand {
             64 usage error. fsck: 0 clean, 1 errors found and all repaired, 4 errors left, 8 as above.
             """,
         subcommands: [Put.self, Get.self, Remove.self, List.self, Stat.self, Import.self, Export.self,
-                      Expire.self, Evict.self, Clear.self, Fsck.self, Compact.self, Config.self])
+                      Expire.self, Evict.self, Clear.self, Fsck.self, Compact.self, Config.self] + networkCommands)
 
     /// Runs the tool after moving global options given before the command to after it, so
     /// `blobcache --dir D get k` and `blobcache get k --dir D` mean the same.

@@ -1,5 +1,8 @@
 import ArgumentParser
 import BlobCache
+#if BLOBCACHE_NETWORK
+import BlobCacheRemote
+#endif
 import Foundation
 
 /// Options every command takes: where the cache is and the limits for this invocation.
@@ -28,8 +31,18 @@ struct GlobalOptions: ParsableArguments {
         valueName: "SECONDS"))
     var wait: Double = 30
 
+#if BLOBCACHE_NETWORK
+    @Option(help: ArgumentHelp(
+        "A remote tier shared with other machines: http://HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), or redis://HOST:PORT/PREFIX. Misses fall through to it; puts and removes reach it.",
+        valueName: "URL"))
+    var remote: String?
+#endif
+
     /// The options that take a value, as `hoisted` moves them.
-    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait", "--namespace"]
+    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait", "--namespace", "--remote"]
+
+    /// Commands whose subcommand comes next (`remote check`): hoisted options go after both.
+    static let groups: Set<String> = ["remote"]
 
     /// `--wait` as the library takes it.
     var lockTimeout: Duration {
@@ -55,7 +68,12 @@ struct GlobalOptions: ParsableArguments {
             index += 1
         }
         guard !leading.isEmpty, index < arguments.count else { return arguments }
-        return [arguments[index]] + leading + arguments[(index + 1)...]
+        var command = [arguments[index]]
+        if groups.contains(arguments[index]), index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
+            index += 1
+            command.append(arguments[index])
+        }
+        return command + leading + arguments[(index + 1)...]
     }
 
     /// DIR, else $BLOBCACHE_DIR, else $XDG_CACHE_HOME/blobcache, else ~/.cache/blobcache.
@@ -78,10 +96,27 @@ struct GlobalOptions: ParsableArguments {
         if let packThreshold { configuration.packThreshold = packThreshold }
         if let codec { configuration.codec = codec }
         configuration.lockTimeout = try lockTimeout
+#if BLOBCACHE_NETWORK
+        configuration.remote = try remoteStore()
+#endif
         if let maxEntries, maxEntries <= 0 { throw ValidationError("--max-entries must be positive") }
         return try Failure.opening { try BlobCache(directory: resolvedDirectory, configuration: configuration) }
     }
 }
+
+#if BLOBCACHE_NETWORK
+extension GlobalOptions {
+    /// The store `--remote` names, or `nil` without it; a bad URL is a usage error.
+    func remoteStore() throws -> (any RemoteStore)? {
+        guard let remote else { return nil }
+        do {
+            return try RemoteStores.store(url: remote)
+        } catch {
+            throw ValidationError("--remote: \(error)")
+        }
+    }
+}
+#endif
 
 /// The tool's exit codes, and the one-line messages that go with them.
 enum Failure {

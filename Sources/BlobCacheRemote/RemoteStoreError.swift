@@ -1,0 +1,21 @@
+/// Why a remote store call failed. The cache logs it, counts it and skips the remote for a
+/// while; it never reaches a local operation.
+///
+///     do { try store.put(.blob(id), bytes: image, expiresAt: nil) } catch let error as RemoteStoreError { print(error) }
+public enum RemoteStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The URL names no store this module has (`http://`, `https://`, `redis://host:port/prefix`).
+    case invalidURL(String, reason: String)
+    /// The HTTP server answered a PUT or DELETE with a status outside 2xx.
+    case unexpectedStatus(method: String, url: String, status: Int)
+    /// The Redis connection or command failed (hiredis' message).
+    case redis(String)
+
+    /// One line for logs and the CLI.
+    public var description: String {
+        switch self {
+        case .invalidURL(let url, let reason): "invalid remote URL '\(url)': \(reason)"
+        case .unexpectedStatus(let method, let url, let status): "\(method) \(url) answered \(status)"
+        case .redis(let message): "redis: \(message)"
+        }
+    }
+}

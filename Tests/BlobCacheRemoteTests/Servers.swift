@@ -1,0 +1,195 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real server (nginx, redis-server) run by a test on a free loopback port, stopped when the
+/// test ends. `start()` returns once the port accepts connections.
+final class LoopbackServer: @unchecked Sendable {
+    let name: String
+    let port: Int
+    let folder: String
+    private let launch: (Int, String) -> (executable: String, arguments: [String])
+    private var process: Process?
+
+    private init(name: String, launch: @escaping (Int, String) -> (executable: String, arguments: [String])) throws {
+        self.name = name
+        self.port = try Self.freePort()
+        self.folder = try Self.makeFolder(name)
+        self.launch = launch
+        try start()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// nginx as a WebDAV-style PUT store rooted at `<folder>/root` (what ccache's HTTP storage
+    /// and the remote tier's `HTTPRemoteStore` expect).
+    static func nginx() throws -> LoopbackServer {
+        try LoopbackServer(name: "nginx") { port, folder in
+            let configuration = """
+                daemon off;
+                master_process off;
+                worker_processes 1;
+                pid \(folder)/nginx.pid;
+                error_log \(folder)/error.log warn;
+                events { worker_connections 256; }
+                http {
+                    access_log off;
+                    client_body_temp_path \(folder)/body;
+                    proxy_temp_path \(folder)/proxy;
+                    fastcgi_temp_path \(folder)/fastcgi;
+                    uwsgi_temp_path \(folder)/uwsgi;
+                    scgi_temp_path \(folder)/scgi;
+                    server {
+                        listen 127.0.0.1:\(port);
+                        root \(folder)/root;
+                        client_max_body_size 0;
+                        location / {
+                            dav_methods PUT DELETE;
+                            create_full_put_path on;
+                            dav_access user:rw;
+                        }
+                    }
+                }
+                """
+            try? FileManager.default.createDirectory(atPath: folder + "/root", withIntermediateDirectories: true)
+            try? configuration.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
+            return (Self.nginxPath!, ["-c", folder + "/nginx.conf", "-p", folder, "-e", folder + "/error.log"])
+        }
+    }
+
+    /// redis-server with no persistence.
+    static func redis() throws -> LoopbackServer {
+        try LoopbackServer(name: "redis") { port, folder in
+            (Self.redisPath!, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                               "--dir", folder, "--daemonize", "no", "--loglevel", "warning"])
+        }
+    }
+
+    static let nginxPath = installed("nginx", in: ["/usr/sbin", "/usr/bin"])
+    static let redisPath = installed("redis-server", in: ["/usr/bin", "/usr/sbin"])
+    static let redisCLIPath = installed("redis-cli", in: ["/usr/bin"])
+
+    /// Where the program is installed, if it is.
+    static func installed(_ program: String, in folders: [String]) -> String? {
+        folders.map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The server's files root (nginx).
+    var root: String { folder + "/root" }
+    var httpURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts the server (again, after `stop()`) and waits until its port accepts connections.
+    func start() throws {
+        let (executable, arguments) = launch(port, folder)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(20)
+        while !Self.accepts(port: port) {
+            guard process.isRunning, Date() < deadline else {
+                stop()
+                throw ServerError.didNotStart(name, log: (try? String(contentsOfFile: folder + "/error.log", encoding: .utf8)) ?? "")
+            }
+            usleep(5_000) // polling a condition (the port accepting), not standing in for one
+        }
+    }
+
+    /// Kills the server at once (SIGKILL) and waits for it to be gone.
+    func stop() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    enum ServerError: Error { case didNotStart(String, log: String) }
+
+    private static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    /// A port the kernel just handed out on loopback (bound to port 0, then released).
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func makeFolder(_ name: String) throws -> String {
+        let path = NSTemporaryDirectory() + "blobcache-\(name)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+/// A fresh temporary directory for a cache, removed at deinit.
+final class Scratch {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "blobcache-remote-test-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    func sub(_ name: String) -> String { path + "/" + name }
+}
+
+/// Runs a program and returns its exit status and standard output.
+@discardableResult
+func runProgram(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let errorData = LockedData()
+    let group = DispatchGroup()
+    DispatchQueue.global().async(group: group) { errorData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    let output = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    group.wait()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errorData.get(), as: UTF8.self))
+}
+
+/// Data filled by a reading thread.
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ value: Data) { lock.withLock { data = value } }
+    func get() -> Data { lock.withLock { data } }
+}
+
+/// The built `blobcache` executable.
+var blobcacheTool: String {
+    URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        .deletingLastPathComponent().appendingPathComponent("blobcache").path
+}
