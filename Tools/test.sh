@@ -11,12 +11,14 @@
 # ThreadSanitizer only the suites that run threads are run (THREAD_SUITES below: concurrency,
 # many opens, async, single-flight, observers, memory tier, namespaces, statistics, the model,
 # the store, replay and snapshots); the tests whose work is in child processes and the
-# single-threaded sweeps are the plain run's (and ASan's) alone. Other arguments
+# single-threaded sweeps are the plain run's (and ASan's) alone. Under either sanitizer only the
+# engine is built (BLOBCACHE_CORE_ONLY): the remote tier's stores, `serve` and their tests against
+# real servers (nginx, redis-server, ccache, curl: installed as root) are the plain run's. Other arguments
 # go to `swift test` (for example --filter FaultTests). Exit status: swift test's (a sanitizer
 # report fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-Tools/ensure-deps.sh
+Tools/ensure-deps.sh --servers
 build=()
 THREAD_SUITES='StressTests|MultiProcessTests|APITests|SingleFlightTests|ObserverTests|MemoryTierTests|NamespaceTests|StatisticsTests|ModelTests|BlobStoreTests|ReviewDefectTests|JournalRecoveryTests|SnapshotTests|LimitsTests'
 if [[ ${1:-} == --sanitize ]]; then
@@ -28,6 +30,8 @@ if [[ ${1:-} == --sanitize ]]; then
     *) echo "test.sh: unknown sanitizer $sanitizer (thread or address)" >&2; exit 2 ;;
   esac
   build=(--sanitize="$sanitizer" --scratch-path "$folder")
+  # The engine only: the networking modules and their tests are the plain run's (Package.swift).
+  export BLOBCACHE_CORE_ONLY=1
   export BLOBCACHE_SANITIZER=$sanitizer
   export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-10}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0}
