@@ -25,7 +25,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "workload",
-            dependencies: [.product(name: "BlobCache", package: "BlobCache")],
+            dependencies: [
+                .product(name: "BlobCache", package: "BlobCache"),
+                .product(name: "BlobCacheRemote", package: "BlobCache"),
+            ],
             path: "Sources/workload"
         ),
     ],

@@ -7,6 +7,7 @@ import Foundation
 
 let usage = """
     USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6]
+                    [--workloads remote --remote URL]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
            workload w4-open CACHE-DIR KEY [--warm]
@@ -26,6 +27,9 @@ let usage = """
     get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
     --workloads w6 runs 1 and then 4 processes on one cache, each 20,000 puts and gets of 4 KiB
     values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
+    --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
+    fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
+    measures nginx's own GET rate for the same files with wrk.
     Exit status: 0 done, 2 bad arguments, missing corpus or a failed workload.
     """
 
@@ -44,6 +48,8 @@ struct Options {
     var cap = 64 << 20
     /// Puts the latency workload's writer does while the reader is timed.
     var latencyPuts = 20_000
+    /// The remote tier the `remote` workload uses (Benchmarks/remote.sh starts nginx for it).
+    var remote: String?
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -74,6 +80,7 @@ struct Options {
             case "--keep-work": keepWork = true
             case "--cap": cap = try count("--cap", atLeast: 1 << 20)
             case "--latency-puts": latencyPuts = try count("--latency-puts", atLeast: 1)
+            case "--remote": remote = try value()
             case "--help", "-h":
                 print(usage)
                 exit(0)
@@ -234,6 +241,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "w5mem":
             guard options.engine == "blobcache" else { continue }
             results += try w5Memory(options, corpus: corpus!)
+        case "remote":
+            guard options.engine == "blobcache" else { continue }
+            results += try remoteTier(options)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }

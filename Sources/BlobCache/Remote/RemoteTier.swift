@@ -96,8 +96,9 @@ final class RemoteTier: Sendable {
         enqueue(bytes: value.count) { [self] in
             if value.count > Self.existenceCheckThreshold, try store.exists(.blob(id)) {
             } else {
-                let image = PreparedBlob.encoding(value.withUnsafeBytes { $0 }, id: id, codec: codec, packThreshold: 0)
-                    .withImage { Array($0) }
+                let image = value.withUnsafeBytes {
+                    PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0).withImage { Array($0) }
+                }
                 try store.put(.blob(id), bytes: image, expiresAt: nil)
                 note(written: image.count)
             }
