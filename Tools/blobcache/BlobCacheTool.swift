@@ -18,6 +18,8 @@ struct BlobCacheTool: ParsableCommand {
             8 the cache cannot be opened (another process held DIR/lock for longer than --wait, default 30 s; \
             unusable directory); \
             64 usage error. fsck: 0 clean, 1 errors found and all repaired, 4 errors left, 8 as above.
+
+            serve makes DIR an HTTP cache for ccache, sccache and Bazel; --remote URL adds a remote tier (remote check tests it).
             """,
         subcommands: [Put.self, Get.self, Remove.self, List.self, Stat.self, Import.self, Export.self,
                       Expire.self, Evict.self, Clear.self, Fsck.self, Compact.self, Config.self] + networkCommands)
