@@ -90,3 +90,9 @@ final class BoundAddress: Sendable {
         set { value.withLock { $0 = newValue } }
     }
 }
+extension CacheServer: CustomStringConvertible {
+    /// `CacheServer(ADDRESS, DIR)`, as service-lifecycle's log lines name the service.
+    ///
+    ///     print(server)   // CacheServer(127.0.0.1:8080, /home/me/.cache/blobcache)
+    public var description: String { "CacheServer(\(configuration.address), \(cache.directory))" }
+}

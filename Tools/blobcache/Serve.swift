@@ -31,7 +31,7 @@ struct Serve: ParsableCommand {
             """)
 
     @Option(help: ArgumentHelp(
-        "Address to listen on (default 127.0.0.1:8080, loopback only: the server has no authentication); port 0 picks a free port.",
+        "Address to listen on; the default is loopback only, since the server has no authentication. Port 0 picks a free port.",
         valueName: "HOST:PORT"))
     var listen = ListenAddress.default.description
 
@@ -41,7 +41,7 @@ struct Serve: ParsableCommand {
     var maxBody: Int?
 
     @Option(help: ArgumentHelp(
-        "Log level on standard error: trace, debug (one line per request), info (default), notice, warning, error, critical.",
+        "Log level on standard error: trace, debug (one line per request), info, notice, warning, error, critical.",
         valueName: "LEVEL"))
     var logLevel = "info"
 
@@ -55,6 +55,11 @@ struct Serve: ParsableCommand {
         }
         guard let level = CacheServer.logLevel(named: logLevel) else {
             Failure.say("unknown --log-level '\(logLevel)': use trace, debug, info, notice, warning, error or critical")
+            throw ExitCode.validationFailure
+        }
+        if global.namespace != nil {
+            // Clients name whole keys; serving one namespace's keys is not supported (yet).
+            Failure.say("serve does not take --namespace: it serves the cache's own keys")
             throw ExitCode.validationFailure
         }
         let maxBody = maxBody ?? CacheServer.Configuration.defaultMaxBodyBytes
