@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import BlobCache
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -13,7 +14,9 @@ import Foundation
 /// Blobs go to `<baseURL>/<hex[0:2]>/<hex[2:]>` (`.subdirs`, the default) or `<baseURL>/<hex>`
 /// (`.flat`), as ccache names these layouts; key records to the same under `<baseURL>/keys/`.
 /// GET answers other than 2xx are misses; a PUT or DELETE answered outside 2xx (DELETE: 404 is
-/// fine) is an error. Calls block for at most `timeout`.
+/// fine) is an error. `timeout` bounds connecting and each wait for the server's next bytes (a
+/// large value may take longer in all); a response body over `maxObjectBytes` is an error.
+/// Calls block their thread, so they are refused (an error) on a SwiftNIO event loop.
 ///
 ///     var configuration = BlobCache.Configuration()
 ///     configuration.remote = HTTPRemoteStore(baseURL: URL(string: "http://cache.internal/blobcache")!)
@@ -30,31 +33,42 @@ public struct HTTPRemoteStore: RemoteStore {
     public let baseURL: String
     /// How object names map to paths.
     public let layout: Layout
-    /// How long one call may take, connecting included.
+    /// How long connecting, and each wait for the server's next bytes, may take.
     public let timeout: Duration
-    private let client: HTTPClient
+    private let connection: Connection
+
+    /// The largest response body taken: a blob of 1 GiB (the largest value the cache takes
+    /// from a remote) and its header.
+    public static let maxObjectBytes = (1 << 30) + (1 << 16)
 
     /// A store under `baseURL` (`http://` or `https://`).
     ///
     ///     let store = HTTPRemoteStore(baseURL: URL(string: "http://127.0.0.1:8080/cache")!, layout: .flat)
-    public init(baseURL: URL, layout: Layout = .subdirs, timeout: Duration = .seconds(2), client: HTTPClient = .shared) {
-        self.init(baseURL: baseURL.absoluteString, layout: layout, timeout: timeout, client: client)
+    public init(baseURL: URL, layout: Layout = .subdirs, timeout: Duration = .seconds(2)) {
+        self.init(baseURL: baseURL.absoluteString, layout: layout, timeout: timeout)
     }
 
-    /// A store under `baseURL` given as a string; see `init(baseURL:layout:timeout:client:)`.
+    /// A store under `baseURL` given as a string; see `init(baseURL:layout:timeout:)`.
     ///
     ///     let store = HTTPRemoteStore(baseURL: "http://127.0.0.1:8080/cache")
-    public init(baseURL: String, layout: Layout = .subdirs, timeout: Duration = .seconds(2), client: HTTPClient = .shared) {
+    public init(baseURL: String, layout: Layout = .subdirs, timeout: Duration = .seconds(2)) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
         self.layout = layout
         self.timeout = timeout
-        self.client = client
+        self.connection = Connection(timeout: timeout)
     }
 
-    /// `http(s)://…` and the layout.
-    public var description: String { "\(baseURL) (\(layout.rawValue))" }
+    /// `http(s)://…` without any user name or password, and the layout.
+    public var description: String {
+        var shown = baseURL
+        if let scheme = shown.firstRange(of: "://") {
+            let authority = shown[scheme.upperBound...].prefix { $0 != "/" }
+            if let at = authority.lastIndex(of: "@") { shown.removeSubrange(scheme.upperBound...at) }
+        }
+        return "\(shown) (\(layout.rawValue))"
+    }
 
     /// The URL of `object`.
     ///
@@ -93,6 +107,7 @@ public struct HTTPRemoteStore: RemoteStore {
     }
 
     private func send(_ method: HTTPMethod, _ object: RemoteObject, body: [UInt8]? = nil) throws -> HTTPClient.Response {
+        guard MultiThreadedEventLoopGroup.currentEventLoop == nil else { throw RemoteStoreError.calledOnEventLoop }
         let address = url(of: object)
         var headers = HTTPHeaders()
         if body != nil { headers.add(name: "Content-Type", value: "application/octet-stream") }
@@ -102,8 +117,25 @@ public struct HTTPRemoteStore: RemoteStore {
         } catch {
             throw RemoteStoreError.invalidURL(address, reason: "\(error)")
         }
-        let (seconds, attoseconds) = timeout.components
-        let deadline = NIODeadline.now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        return try client.execute(request: request, deadline: deadline).wait()
+        let accumulator = ResponseAccumulator(request: request, maxBodySize: Self.maxObjectBytes)
+        return try connection.client.execute(request: request, delegate: accumulator).wait()
+    }
+
+    /// The store's own client (its timeouts are the store's), shut down when the last copy of
+    /// the store goes.
+    private final class Connection: Sendable {
+        let client: HTTPClient
+
+        init(timeout: Duration) {
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = max(1_000_000, min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000)
+            let configuration = HTTPClient.Configuration(timeout: .init(connect: .nanoseconds(nanoseconds), read: .nanoseconds(nanoseconds)))
+            client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        }
+
+        deinit {
+            // Without waiting: the last reference may go on any thread, an event loop's included.
+            client.shutdown { _ in }
+        }
     }
 }

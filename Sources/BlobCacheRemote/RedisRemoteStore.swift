@@ -13,8 +13,10 @@ import Glibc
 /// A remote tier on a Redis server, through hiredis. Blobs are `<prefix>:blob:<hex>`, key
 /// records `<prefix>:key:<md5 of the key>`; a record with an expiry is set with that expiry
 /// (`SET … PXAT`), so Redis forgets it on time. Eviction is the server's: give it a
-/// `maxmemory` and a `maxmemory-policy` such as `allkeys-lru`. One connection, made on first
-/// use and again after a failure; calls block for at most `timeout` each.
+/// `maxmemory` and a `maxmemory-policy` such as `allkeys-lru`. Each call takes an idle
+/// connection (or makes one) and gives it back after, so a read never waits behind the
+/// write-behind queue's upload; a connection that failed is dropped. `timeout` bounds
+/// connecting and each wait for the server.
 ///
 ///     var configuration = BlobCache.Configuration()
 ///     configuration.remote = RedisRemoteStore(host: "cache.internal", prefix: "ci")
@@ -27,7 +29,9 @@ public final class RedisRemoteStore: RemoteStore {
     public let prefix: String
     /// How long connecting, and each command, may take.
     public let timeout: Duration
-    private let connection = Mutex<Connection?>(nil)
+    /// Connections not in use (at most `maxIdle`).
+    private let idle = Mutex<[Connection]>([])
+    private static let maxIdle = 4
 
     /// A store on `host:port` under `prefix`.
     ///
@@ -87,29 +91,32 @@ public final class RedisRemoteStore: RemoteStore {
         try run(arguments.map { Array($0.utf8) })
     }
 
-    /// Sends one command on the connection (made now if there is none); a failure drops the
-    /// connection so the next call makes a new one.
+    /// Sends one command on an idle connection, or a new one; gives it back unless it broke.
     private func run(_ arguments: [[UInt8]]) throws -> Reply {
-        try connection.withLock { connection in
-            if connection == nil { connection = try Connection(host: host, port: port, timeout: timeout) }
-            do {
-                return try connection!.command(arguments)
-            } catch let error as Connection.Broken {
-                connection = nil
-                throw RemoteStoreError.redis(error.message)
-            }
+        let connection = try idle.withLock { $0.popLast() } ?? Connection(host: host, port: port, timeout: timeout)
+        let reply: Reply
+        do {
+            reply = try connection.command(arguments)
+        } catch let error as Connection.Broken {
+            throw RemoteStoreError.redis(error.message)
+        } catch {
+            // The server refused the command (an error reply): the connection is still good.
+            idle.withLock { if $0.count < Self.maxIdle { $0.append(connection) } }
+            throw error
         }
+        idle.withLock { if $0.count < Self.maxIdle { $0.append(connection) } }
+        return reply
     }
 
     /// One hiredis context, freed when dropped.
-    private final class Connection {
+    private final class Connection: @unchecked Sendable {  // used by one call at a time
         struct Broken: Error { let message: String }
         private let context: UnsafeMutablePointer<redisContext>
 
         init(host: String, port: Int, timeout: Duration) throws {
             let (seconds, attoseconds) = timeout.components
-            let interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-            guard let context = redisConnectWithTimeout(host, Int32(port), interval) else {
+            let interval = timeval(tv_sec: Int(max(0, min(seconds, 86_400))), tv_usec: Int(max(1000, attoseconds / 1_000_000_000_000)))
+            guard let context = redisConnectWithTimeout(host, Int32(clamping: port), interval) else {
                 throw RemoteStoreError.redis("cannot allocate a connection")
             }
             guard context.pointee.err == 0 else {

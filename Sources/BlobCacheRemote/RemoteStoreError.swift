@@ -9,6 +9,8 @@ public enum RemoteStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     case unexpectedStatus(method: String, url: String, status: Int)
     /// The Redis connection or command failed (hiredis' message).
     case redis(String)
+    /// A blocking call was made on a SwiftNIO event loop, which it would stall (or deadlock).
+    case calledOnEventLoop
 
     /// One line for logs and the CLI.
     public var description: String {
@@ -16,6 +18,7 @@ public enum RemoteStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         case .invalidURL(let url, let reason): "invalid remote URL '\(url)': \(reason)"
         case .unexpectedStatus(let method, let url, let status): "\(method) \(url) answered \(status)"
         case .redis(let message): "redis: \(message)"
+        case .calledOnEventLoop: "a remote store was called on a SwiftNIO event loop; call the cache from another thread"
         }
     }
 }

@@ -36,7 +36,7 @@ public final class BlobCache: Sendable {
     let directoryLock: DirectoryLock
     /// Hashing, encoding, staging and reading: the work done outside the lock.
     private let pipeline: BlobPipeline
-    private let defaultExpiry: Expiry
+    let defaultExpiry: Expiry
     /// The consumers of `changes(forKeysWithPrefix:)`.
     let changeHub = ChangeHub()
     /// The loads `value(forKey:expiry:loadingWith:)` has running, by raw key.
@@ -125,7 +125,7 @@ public final class BlobCache: Sendable {
         let rule = expiry ?? defaultExpiry
         return try value.withUnsafeBytes { raw in
             let id = try put(raw, key: key, expiry: rule, pinned: pinned)
-            remote?.send(Array(raw), id: id, key: key, expiry: rule.deadline(from: Nanoseconds.from(clock.now())))
+            remote?.send(raw, id: id, key: key, expiry: rule.deadline(from: Nanoseconds.from(clock.now())))
             return id
         }
     }
@@ -283,7 +283,7 @@ public final class BlobCache: Sendable {
         try value.withUnsafeBytes { raw in
             let id = BlobID(hashing: raw)
             try put(raw, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false, knownID: id)
-            remote?.send(Array(raw), id: id, key: nil, expiry: Nanoseconds.never)
+            remote?.send(raw, id: id, key: nil, expiry: defaultExpiry.deadline(from: Nanoseconds.from(clock.now())))
             return id
         }
     }
@@ -349,20 +349,23 @@ public final class BlobCache: Sendable {
     }
 
     @discardableResult
-    func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil) throws -> BlobID {
+    /// `ifAbsent`: leaves an unexpired entry of `key` as it is (a remote value written back
+    /// must not replace a set made while it was being fetched).
+    func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil,
+             ifAbsent: Bool = false) throws -> BlobID {
         let prepared: PreparedBlob
         if knownID == nil && raw.count >= Parallel.threshold {
             // Large: hash on one core while the others compress; a duplicate wastes one compression.
             prepared = pipeline.prepare(raw)
-            if try perform({ try $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
+            if try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
                 return prepared.id
             }
         } else {
             // Small: hash first, so a duplicate costs no compression at all.
             let id = knownID ?? BlobID(hashing: raw)
             // Looked up first without the flock: a new value (the common case) takes it once.
-            if try lookup({ $0.index.blob(id) != nil }),
-               try perform({ try $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
+            if try lookup({ $0.index.blob(id) != nil || ifAbsent && $0.holds(key) }),
+               try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
                 return id
             }
             prepared = pipeline.prepare(raw, id: id)
@@ -373,7 +376,10 @@ public final class BlobCache: Sendable {
         let staged = prepared.packed ? nil : try pipeline.stage(prepared)
         let published: Bool
         do {
-            published = try perform { try $0.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned) }
+            published = try perform { engine in
+                if ifAbsent && engine.holds(key) { return false }
+                return try engine.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned)
+            }
         } catch {
             pipeline.discard(staged)
             throw error

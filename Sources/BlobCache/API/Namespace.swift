@@ -221,12 +221,14 @@ extension BlobCache {
     /// Removes a raw key's entry (and, through the write-behind queue, its remote record);
     /// returns whether there was one.
     func removeValue(forRawKey key: String) throws -> Bool {
-        remote?.sendRemoval(ofKey: key)
-        return try perform { engine in
+        let removed = try perform { engine in
             guard let slot = engine.index.slot(of: key) else { return false }
             engine.remove(slot: slot, reason: .explicit)
             return true
         }
+        // After the local remove, whether or not there was an entry: another cache may have set it.
+        remote?.sendRemoval(ofKey: key)
+        return removed
     }
 }
 

@@ -11,10 +11,17 @@ extension BlobCache {
 
     /// A local miss of `key` asked of the remote: a value it has is written back locally with
     /// the remote's expiry (not when the local caps cannot hold it) and returned.
+    /// A set made meanwhile (here or in another process) is not replaced.
     func remoteValue(forRawKey key: String) throws -> [UInt8]? {
-        guard let remote, let found = remote.value(forKey: key, maxValueBytes: try maxValueBytes()) else { return nil }
+        // Keys no set could have made (empty, too long) are not asked for.
+        guard let remote, !key.isEmpty, key.utf8.count <= Self.maxKeyBytes + NamespaceKey.maxNameBytes + 3,
+              let found = remote.value(forKey: key, maxValueBytes: try maxValueBytes()) else { return nil }
         let expiry: Expiry = found.expiry == Nanoseconds.never ? .never : .at(Nanoseconds.date(found.expiry))
-        writeBack { _ = try found.value.withUnsafeBytes { try put($0, key: key, expiry: expiry, pinned: false, knownID: found.id) } }
+        writeBack {
+            _ = try found.value.withUnsafeBytes {
+                try put($0, key: key, expiry: expiry, pinned: false, knownID: found.id, ifAbsent: true)
+            }
+        }
         return found.value
     }
 
@@ -24,7 +31,8 @@ extension BlobCache {
         guard let remote, let value = remote.value(for: id, maxValueBytes: try maxValueBytes()) else { return nil }
         writeBack {
             _ = try value.withUnsafeBytes {
-                try put($0, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: .never, pinned: false, knownID: id)
+                try put($0, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false,
+                        knownID: id, ifAbsent: true)
             }
         }
         return value

@@ -7,8 +7,8 @@ public struct RemoteCounters: Sendable, Equatable, Codable {
     public var hits = 0
     /// Local misses the remote could not answer: no record, no blob, or an expired record.
     public var misses = 0
-    /// Records or blobs refused as damaged or not matching their name; never used, never
-    /// written back.
+    /// Records or blobs refused as damaged, not matching their name, or larger than the local
+    /// byte cap (or 1 GiB) allows; never used, never written back.
     public var rejected = 0
     /// Calls that failed or timed out; each one makes the cache skip the remote for a while.
     public var errors = 0

@@ -17,14 +17,18 @@ final class RemoteTier: Sendable {
     private let clock: any CacheClock
     private let logger: Logger
     private let state = Locked(State())
-    /// Delivers queued writes one at a time, in the order they were made.
+    /// Delivers queued writes one at a time, in the order they were made; `flush` waits for
+    /// what it holds by queueing an empty item behind it.
     private let worker = DispatchQueue(label: "BlobCache.remote.writes")
-    /// Entered per queued write, left when it is delivered or dropped: `flush` waits on it.
-    private let pending = DispatchGroup()
 
     /// Values above this are looked for before they are sent (a round trip costs less than
     /// sending them again); smaller ones are just sent, a PUT being idempotent.
     static let existenceCheckThreshold = 64 << 10
+    /// The largest value taken from a remote when the local cache has no byte cap: a hostile
+    /// server cannot make a read allocate more (a payload decodes to at most 1,032 times its size).
+    static let largestValue = 1 << 30
+    /// What a queued removal counts against `remoteQueueLimit`, so their number is bounded too.
+    static let removalCost = 256
 
     private struct State {
         var counters = RemoteCounters()
@@ -32,6 +36,9 @@ final class RemoteTier: Sendable {
         var downUntil: Date?
         /// Bytes of values waiting in the queue.
         var queuedBytes = 0
+        /// Keys with a set or remove waiting in the queue, and how many: the remote is not asked
+        /// for them, since what it holds is about to change (a removed key would come back).
+        var queuedKeys: [String: Int] = [:]
     }
 
     /// A value the remote had for a key, checked.
@@ -59,10 +66,11 @@ final class RemoteTier: Sendable {
     /// (`rejected`) and while the remote is skipped. `maxValueBytes`: larger values are not
     /// fetched (the local caps apply to what the remote returns).
     func value(forKey key: String, maxValueBytes: Int?) -> Found? {
+        guard state.withLock({ $0.queuedKeys[key] == nil }) else { return nil }
         guard let recordBytes = call({ try store.get(.key(key)) }) else { return nil }
         guard let recordBytes else { return count(\.misses) }
         note(read: recordBytes.count)
-        guard let record = RemoteKeyRecord.decode(recordBytes), record.key == key else {
+        guard let record = RemoteKeyRecord.decode(recordBytes), record.key.utf8.elementsEqual(key.utf8) else {
             return reject("key record of '\(key)' is damaged or names another key")
         }
         guard record.expiry > Nanoseconds.from(clock.now()) else { return count(\.misses) }
@@ -77,7 +85,7 @@ final class RemoteTier: Sendable {
         note(read: image.count)
         let decoded: [UInt8]? = image.withUnsafeBytes { bytes in
             guard case .success(let header) = LooseBlobFormat.parseHeader(bytes),
-                  header.rawLength <= maxValueBytes ?? BlobInfo.maxLength,
+                  header.rawLength <= min(maxValueBytes ?? Self.largestValue, Self.largestValue),
                   case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil) else { return nil }
             return value
         }
@@ -90,10 +98,12 @@ final class RemoteTier: Sendable {
 
     // MARK: Writes
 
-    /// Queues `value` (whose id is `id`) to be sent, with a record for `key` unless it is `nil`
-    /// (a content-addressed value). Dropped, and counted, when the queue is full.
-    func send(_ value: [UInt8], id: BlobID, key: String?, expiry: Int64) {
-        enqueue(bytes: value.count) { [self] in
+    /// Queues a copy of `raw` (whose id is `id`) to be sent, with a record for `key` unless it
+    /// is `nil` (a content-addressed value). Dropped, and counted, when the queue is full.
+    func send(_ raw: UnsafeRawBufferPointer, id: BlobID, key: String?, expiry: Int64) {
+        guard admit(bytes: raw.count, key: key) else { return }
+        let value = Array(raw)
+        deliver(bytes: value.count, key: key) { [self] in
             if value.count > Self.existenceCheckThreshold, try store.exists(.blob(id)) {
             } else {
                 let image = value.withUnsafeBytes {
@@ -111,30 +121,39 @@ final class RemoteTier: Sendable {
 
     /// Queues the removal of `key`'s record, so that other caches no longer find it.
     func sendRemoval(ofKey key: String) {
-        enqueue(bytes: 0) { [self] in try store.delete(.key(key)) }
+        guard admit(bytes: Self.removalCost, key: key) else { return }
+        deliver(bytes: Self.removalCost, key: key) { [self] in try store.delete(.key(key)) }
     }
 
-    /// Waits until every write queued so far is delivered or dropped.
-    func flush() { pending.wait() }
+    /// Waits until every write queued before the call is delivered or dropped.
+    func flush() { worker.sync {} }
 
-    private func enqueue(bytes: Int, _ delivery: @escaping @Sendable () throws -> Void) {
+    /// Takes `bytes` of the queue (and notes `key` as changing), or counts a dropped write.
+    private func admit(bytes: Int, key: String?) -> Bool {
         let admitted = state.withLock { state in
             guard state.queuedBytes + bytes <= queueLimit else {
                 state.counters.droppedWrites += 1
                 return false
             }
             state.queuedBytes += bytes
+            if let key { state.queuedKeys[key, default: 0] += 1 }
             return true
         }
-        guard admitted else {
-            logger.debug("remote write dropped: the queue is full", metadata: ["remote": "\(store)"])
-            return
-        }
-        pending.enter()
+        if !admitted { logger.debug("remote write dropped: the queue is full", metadata: ["remote": "\(store)"]) }
+        return admitted
+    }
+
+    /// Runs an admitted write on the worker, then gives back its bytes and key.
+    private func deliver(bytes: Int, key: String?, _ delivery: @escaping @Sendable () throws -> Void) {
         worker.async { [self] in
             defer {
-                state.withLock { $0.queuedBytes -= bytes }
-                pending.leave()
+                state.withLock { state in
+                    state.queuedBytes -= bytes
+                    if let key {
+                        state.queuedKeys[key, default: 1] -= 1
+                        if state.queuedKeys[key] == 0 { state.queuedKeys[key] = nil }
+                    }
+                }
             }
             if call(reading: false, delivery) != nil {
                 state.withLock { $0.counters.writes += 1 }
