@@ -45,7 +45,10 @@ def start_nginx(folder):
     port = free_port()
     os.makedirs(f"{folder}/root", exist_ok=True)
     with open(f"{folder}/nginx.conf", "w") as f:
-        f.write(f"""daemon off; master_process off; worker_processes 1; pid {folder}/nginx.pid;
+        # One worker per core, as nginx's `auto` does (as root, workers stay root to read the
+        # temporary folder this script made).
+        user = "user root;" if os.geteuid() == 0 else ""
+        f.write(f"""daemon off; {user} worker_processes auto; pid {folder}/nginx.pid;
 error_log {folder}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
@@ -70,8 +73,11 @@ def start_serve(tool, folder):
 
 
 def wrk(port, script, args, connections, threads, seconds):
-    out = subprocess.run(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "-s", script,
-                          f"http://127.0.0.1:{port}", "--"] + args, capture_output=True, text=True, check=True).stdout
+    run = subprocess.run(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "-s", script,
+                          f"http://127.0.0.1:{port}", "--"] + args, capture_output=True, text=True)
+    out = run.stdout
+    if run.returncode != 0:
+        sys.exit(f"remote.py: wrk failed:\n{run.stdout}{run.stderr}")
     if "Non-2xx" in out or "Socket errors" in out:
         sys.exit(f"remote.py: wrk saw failures:\n{out}")
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -93,9 +99,9 @@ def tier(options, work):
     nginx, port = start_nginx(f"{work}/nginx")
     try:
         out = subprocess.run([f"{ROOT}/Benchmarks/.build/release/workload", "--workloads", "remote", "--corpus", options.corpus,
-                              "--work", f"{work}/runner", "--remote", f"http://127.0.0.1:{port}/tier"],
+                              "--work", f"{work}/runner", "--keep-work", "--remote", f"http://127.0.0.1:{port}/tier"],
                              capture_output=True, text=True, check=True).stdout
-        measured = json.loads(out.strip().splitlines()[-1])
+        measured = json.loads(out.strip().splitlines()[-1])["results"]
         rows = []
         for name in ("W2", "W3"):
             nginx_rates = [wrk(port, f"{WRK}/get.lua", [f"{work}/runner/{name}.paths"], 1, 1, options.seconds)

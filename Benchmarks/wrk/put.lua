@@ -2,7 +2,7 @@
 -- unique per request, so a content-addressed server cannot answer from a stored copy) to
 -- PREFIX<thread>-<n>, PREFIX being the second argument.
 local threads = 0
-local base, prefix, id
+local base, prefix  -- `id` is the global setup() gives each thread
 local count = 0
 
 setup = function(thread)
