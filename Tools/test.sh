@@ -5,7 +5,7 @@
 #   Tools/test.sh --sanitize thread     the same under ThreadSanitizer, built in .build-tsan
 #   Tools/test.sh --sanitize address    the same under AddressSanitizer, built in .build-asan
 #
-# Under a sanitizer the fault and power-loss suites take every 10th fault point, every 20th under
+# Under a sanitizer the fault and power-loss suites take every 20th fault point, also under
 # ThreadSanitizer, the slowest (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md), and the SIGKILL
 # suite makes a half of its kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE). Under
 # ThreadSanitizer only the suites that run threads are run (THREAD_SUITES below: concurrency,
@@ -33,7 +33,7 @@ if [[ ${1:-} == --sanitize ]]; then
   # The engine only: the networking modules and their tests are the plain run's (Package.swift).
   export BLOBCACHE_CORE_ONLY=1
   export BLOBCACHE_SANITIZER=$sanitizer
-  export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-10}
+  export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0}
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
   export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/Tools/lsan.supp}
