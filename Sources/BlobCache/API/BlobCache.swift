@@ -348,9 +348,9 @@ public final class BlobCache: Sendable {
         return result
     }
 
-    @discardableResult
     /// `ifAbsent`: leaves an unexpired entry of `key` as it is (a remote value written back
     /// must not replace a set made while it was being fetched).
+    @discardableResult
     func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil,
              ifAbsent: Bool = false) throws -> BlobID {
         let prepared: PreparedBlob

@@ -215,7 +215,7 @@ extension BlobCache {
 
     /// Whether a raw key holds an unexpired value.
     func contains(rawKey key: String) throws -> Bool {
-        try lookup { engine in engine.index.slot(of: key).map { engine.index.entry(at: $0).expiry > engine.now() } ?? false }
+        try lookup { $0.holds(key) }
     }
 
     /// Removes a raw key's entry (and, through the write-behind queue, its remote record);

@@ -187,13 +187,13 @@ final class CacheEngine: @unchecked Sendable {
 
     // MARK: Set
 
-    /// Points `key` at a blob the index already holds; `false` when it does not hold it.
     /// Whether `key` holds an unexpired entry.
     func holds(_ key: String) -> Bool {
         guard let slot = index.slot(of: key) else { return false }
         return index.entry(at: slot).expiry > now()
     }
 
+    /// Points `key` at a blob the index already holds; `false` when it does not hold it.
     func setExisting(key: String, id: BlobID, expiryRule: Expiry, pinned: Bool) throws -> Bool {
         guard let blob = index.blob(id) else { return false }
         try checkRoom(for: blob.info, key: key)
