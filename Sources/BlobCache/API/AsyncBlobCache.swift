@@ -23,11 +23,13 @@ public struct AsyncBlobCache: Sendable {
         try await run { try $0.set(value, forKey: key, expiry: expiry, pinned: pinned) }
     }
 
-    /// The value under `key`; see `BlobCache.bytes(forKey:)`.
+    /// The value under `key`; see `BlobCache.bytes(forKey:)`. A memory-tier hit that needs
+    /// no file I/O and no waiting for the lock returns on the caller's thread, with no queue hop.
     ///
     ///     let bytes = try await cache.async.bytes(forKey: "k")
     public func bytes(forKey key: String) async throws -> [UInt8]? {
-        try await run { try $0.bytes(forKey: key) }
+        if let remembered = cache.memoryValue(forRawKey: key) { return remembered }
+        return try await run { try $0.bytes(forKey: key) }
     }
 
     /// The value with id `id`; see `BlobCache.bytes(for:)`.

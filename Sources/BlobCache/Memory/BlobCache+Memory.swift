@@ -17,13 +17,16 @@ extension BlobCache {
     /// The value of `key` (raw) when the memory tier can answer at once, without any file I/O
     /// and without waiting for the lock: `nil` when another thread holds it, the index must
     /// catch up with other processes first, or the value is not in memory. Counts a hit (a
-    /// memory hit) exactly like `bytes(forKey:)`.
+    /// memory hit) and records its duration exactly like `bytes(forKey:)`.
     func memoryValue(forRawKey key: String) -> [UInt8]? {
         guard remembersValues else { return nil }
-        return state.withLockIfAvailable { engine -> [UInt8]? in
+        let start = telemetry.startTime
+        let value = state.withLockIfAvailable { engine -> [UInt8]? in
             guard let engine, engine.journal.failure == nil else { return nil }
             return engine.rememberedValue(forKey: key)
         } ?? nil
+        if value != nil { telemetry.finished(set: false, key: key, since: start) }
+        return value
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Testing
 @testable import BlobCache
 
@@ -62,6 +63,27 @@ struct MemoryTierTests {
         try writer.set(second, forKey: "newer")   // evicts "k"
         #expect(try reader.bytes(forKey: "k") == nil)
         #expect(try reader.bytes(forKey: "newer") == second)
+    }
+
+    @Test("async reads are answered from memory, counted, timed, and never hide another open's change")
+    func asyncReadsFromMemory() async throws {
+        let dir = TemporaryDirectory()
+        let metrics = TestMetrics()
+        var configuration = BlobCache.Configuration.testing { $0.memoryLimit = 1 << 20 }
+        configuration.metricsFactory = metrics
+        let reader = try BlobCache(directory: dir.path, configuration: configuration)
+        let writer = try BlobCache(directory: dir.path, configuration: .testing { $0.memoryLimit = 0 })
+        let first = Samples.random(3000), second = Samples.random(3000, seed: 2)
+        try writer.set(first, forKey: "k")
+        for _ in 0..<3 { #expect(try await reader.async.bytes(forKey: "k") == first) }
+        let stats = reader.statistics()
+        #expect(stats.hits == 3 && stats.memoryHits == 2, "the first read kept it; the next two came from memory")
+        #expect(try metrics.expectTimer("blobcache.get.duration", [("namespace", "")]).values.count == 3,
+                "a memory hit is timed like any get")
+        try writer.set(second, forKey: "k")
+        #expect(try await reader.async.bytes(forKey: "k") == second)
+        try writer.removeValue(forKey: "k")
+        #expect(try await reader.async.bytes(forKey: "k") == nil)
     }
 
     @Test("values over an eighth of the limit are not kept; the limit holds by bytes, LRU out first")
