@@ -48,7 +48,8 @@ struct CacheResponder: Sendable {
                 guard let entry = try await DiskQueue.run({ try cache.entry(forKey: key) }) else { return .text(.notFound, "no entry") }
                 return Reply(status: .ok, contentType: "application/octet-stream", length: entry.size, headOnly: true)
             }
-            guard let bytes = try await DiskQueue.run({ try cache.bytes(forKey: key) }) else { return .text(.notFound, "no entry") }
+            // `cache.async` answers a memory-tier hit on this thread and hops to its I/O queue only to read a file.
+            guard let bytes = try await cache.async.bytes(forKey: key) else { return .text(.notFound, "no entry") }
             return Reply(status: .ok, contentType: "application/octet-stream", body: ByteBuffer(bytes: bytes))
         } catch BlobCacheError.corruptBlob(let id, _, let reason) {
             // The library dropped the damaged entries; to a client this is a miss it can refill.
