@@ -62,6 +62,13 @@ http {{ access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
     return process, port
 
 
+def stop_nginx(process):
+    """Stops nginx and its workers: SIGTERM to the master, which takes its workers down with it
+    (a SIGKILL would orphan the workers, and they would keep the port and this script's output)."""
+    process.terminate()
+    process.wait(timeout=30)
+
+
 def start_serve(tool, folder):
     process = subprocess.Popen([tool, "serve", "--listen", "127.0.0.1:0", "--dir", f"{folder}/cache"],
                                stdout=subprocess.PIPE, text=True)
@@ -113,7 +120,7 @@ def tier(options, work):
             rows.append((f"{name}.nginx.get (wrk -c1)", rate, 1.0))
         return rows
     finally:
-        nginx.kill()
+        stop_nginx(nginx)
 
 
 def serve(options, work):
@@ -156,7 +163,7 @@ def serve(options, work):
     finally:
         server.terminate()
         server.wait()
-        nginx.kill()
+        stop_nginx(nginx)
 
 
 def main():
