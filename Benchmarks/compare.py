@@ -3,7 +3,10 @@
 
 Runs the standard workloads W1-W5 (../shared/bench/README.md) on the same corpus, in
 alternation (the engine order rotates every run), several times, and prints each figure as
-the median of the runs with min-max, and BlobCache's ratio to the others.
+the median of the runs with min-max, and BlobCache's ratio to the others: of the medians, and
+in each run. A figure whose min-max spread exceeds 30% of its median is flagged (⚑): quote it
+only with that warning. Every engine syncs the file system before each timed phase and after
+each warm-up (settle), so that no phase pays for the dirty pages of the one before it.
 
     python3 Benchmarks/compare.py                 # 3 runs of W1-W5 (builds what it needs)
     python3 Benchmarks/compare.py --runs 5 --workloads w2,w3
@@ -101,16 +104,24 @@ def measure(name, ops, seconds, nbytes, hit_ratio=None):
     return result
 
 
+def settle():
+    """Flushes every dirty page before a timed phase, so that no phase pays for the writes of
+    the phase (or the engine) before it. The Swift runner does the same (settle())."""
+    os.sync()
+
+
 def diskcache_put_get(name, work, keys, values):
     import diskcache
     directory = os.path.join(work, name)
     shutil.rmtree(directory, ignore_errors=True)
     cache = diskcache.Cache(directory, size_limit=1 << 40)
+    settle()
     start = time.perf_counter()
     for key, value in zip(keys, values):
         cache.set(key, value)
     put = time.perf_counter() - start
     total = sum(len(v) for v in values)
+    settle()
     start = time.perf_counter()
     read = 0
     for key in keys:
@@ -171,6 +182,7 @@ def diskcache_w6(work):
             child.start()
         for _ in children:
             ready.get()
+        settle()
         start = time.perf_counter()
         go.set()
         for _ in children:
@@ -207,6 +219,7 @@ def run_diskcache(corpus_dir, workloads, work, w4_runs):
             for key, blob in zip(keys, blobs):
                 cache.set(key, blob)
             cache.close()
+            settle()
             samples = []
             for _ in range(w4_runs):
                 out = subprocess.run([sys.executable, __file__, "--diskcache-w4-open", directory, keys[len(keys) // 2]],
@@ -221,9 +234,11 @@ def run_diskcache(corpus_dir, workloads, work, w4_runs):
             cache = diskcache.Cache(directory, size_limit=cap, eviction_policy="least-recently-used")
             warmup, ops = corpus.trace()
             hits = gets = nbytes = 0
+            settle()
             start = time.perf_counter()
             for n, (put, index) in enumerate(ops):
                 if n == warmup:
+                    settle()
                     start, hits, gets, nbytes = time.perf_counter(), 0, 0, 0
                 path = corpus.files[index][0]
                 if put:
@@ -291,13 +306,33 @@ def summarize(samples):
     return table
 
 
+SPREAD_LIMIT = 0.30
+
+
+def flagged(values):
+    """Whether a figure's min–max spread exceeds 30% of its median (too noisy to quote alone)."""
+    if not values or len(values) < 2:
+        return False
+    median = statistics.median(values)
+    return median > 0 and (max(values) - min(values)) / median > SPREAD_LIMIT
+
+
 def fmt(values):
     if not values:
         return "—"
     median = statistics.median(values)
     digits = 3 if median < 10 else (1 if median < 1000 else 0)
     spec = f"{{:,.{digits}f}}"
-    return f"{spec.format(median)} ({spec.format(min(values))}–{spec.format(max(values))})"
+    flag = " ⚑" if flagged(values) else ""
+    return f"{spec.format(median)} ({spec.format(min(values))}–{spec.format(max(values))}){flag}"
+
+
+def run_ratios(a, b, metric):
+    """BlobCache's ratio in each run (runs are paired: same run, engines in rotation)."""
+    if not a or not b or len(a) != len(b):
+        return "—"
+    pairs = [(y / x if metric == "seconds" else x / y) for x, y in zip(a, b)]
+    return ", ".join(f"{r:.2f}" for r in pairs)
 
 
 def ratio(a, b, metric):
@@ -343,6 +378,23 @@ def print_table(table, runs):
         vs = [ratio(bc, table.get(e, {}).get((workload, metric)), metric) if metric in ("opsPerSecond", "megabytesPerSecond", "seconds") else "—"
               for e in engines[1:]]
         print(f"| {workload} | {UNITS[metric]} | " + " | ".join(cells) + " | " + " | ".join(vs) + " |")
+    print("\nBlobCache's ratio in each run (run 1, 2, …):\n")
+    print("| workload | metric | vs diskcache | vs raw fs |")
+    print("|---|---|---|---|")
+    for workload, metric in METRICS:
+        if metric not in ("opsPerSecond", "megabytesPerSecond", "seconds"):
+            continue
+        bc = table.get("blobcache", {}).get((workload, metric))
+        cells = [run_ratios(bc, table.get(e, {}).get((workload, metric)), metric) for e in engines[1:]]
+        if bc and any(c != "—" for c in cells):
+            print(f"| {workload} | {UNITS[metric]} | " + " | ".join(cells) + " |")
+    noisy = [f"{engine} {workload} {UNITS[metric]}" for engine in engines for workload, metric in METRICS
+             if flagged(table.get(engine, {}).get((workload, metric)))]
+    if noisy:
+        print(f"\n⚑ {len(noisy)} figure(s) spread (max − min) over {SPREAD_LIMIT:.0%} of their median: "
+              + "; ".join(noisy) + ". Quote them only with this warning, or run again on a quieter machine.")
+    else:
+        print(f"\nNo figure spreads (max − min) over {SPREAD_LIMIT:.0%} of its median.")
 
 CHART_ROWS = [("W1.put", "opsPerSecond", "W1 put"), ("W1.get", "opsPerSecond", "W1 get"),
               ("W2.put", "opsPerSecond", "W2 put"), ("W2.get", "opsPerSecond", "W2 get"),

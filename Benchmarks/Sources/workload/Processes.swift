@@ -26,6 +26,7 @@ func w6(_ options: Options) throws -> [Measurement] {
             return (process, input, output)
         }
         for (_, _, output) in children { guard try readWord(output) == "ready" else { throw WorkloadError.usage("W6 child failed") } }
+        settle()
         let start = now()
         for (_, input, _) in children { input.fileHandleForWriting.write(Data("go\n".utf8)) }
         for (_, _, output) in children { guard try readWord(output) == "done" else { throw WorkloadError.usage("W6 child failed") } }

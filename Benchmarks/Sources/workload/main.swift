@@ -27,6 +27,9 @@ let usage = """
     get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
     --workloads w6 runs 1 and then 4 processes on one cache, each 20,000 puts and gets of 4 KiB
     values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
+    --workloads readers times W2 gets (memory tier off) from one thread against two threads on
+    one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
+    READERS_ROUNDS=N for more, as under perf).
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
     fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
     measures nginx's own GET rate for the same files with wrk.
@@ -136,6 +139,12 @@ func now() -> Double {
     return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
+/// Flushes every dirty page to disk before a timed phase, so that a phase never pays for the
+/// writes of the one (or the engine) before it.
+func settle() {
+    sync()
+}
+
 func freshDirectory(_ base: String, _ name: String) -> String {
     let path = base + "/" + name
     try? FileManager.default.removeItem(atPath: path)
@@ -158,6 +167,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
     let directory = freshDirectory(options.work, name)
     let engine = try makeEngine(options, directory: directory)
     var bytes = 0
+    settle()
     let putStart = now()
     for index in keys.indices {
         let slice = value(index)
@@ -166,6 +176,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
     }
     let putSeconds = now() - putStart
     var read = 0
+    settle()
     let getStart = now()
     for key in keys { read += try engine.get(key) ?? 0 }
     let getSeconds = now() - getStart
@@ -174,6 +185,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
     var results = [Measurement(workload: "\(name).put", ops: keys.count, seconds: putSeconds, bytes: bytes),
                    Measurement(workload: "\(name).get", ops: keys.count, seconds: getSeconds, bytes: read)]
     if name == "W1" && options.engine == "blobcache" {
+        settle()
         let start = now()
         let report = try BlobCache.check(directory: directory)
         precondition(report.errors.isEmpty, "fsck found \(report.errors)")
@@ -241,6 +253,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "w5mem":
             guard options.engine == "blobcache" else { continue }
             results += try w5Memory(options, corpus: corpus!)
+        case "readers":
+            guard options.engine == "blobcache" else { continue }
+            results += try readers(options)
         case "remote":
             guard options.engine == "blobcache" else { continue }
             results += try remoteTier(options)
@@ -259,6 +274,7 @@ func w4(_ options: Options) throws -> Measurement {
     let engine = try makeEngine(options, directory: directory)
     for (key, blob) in zip(keys, blobs) { try blob.withUnsafeBytes { try engine.put($0, key: key) } }
     try engine.close()
+    settle()
     // Time from cold fresh processes; memory from one more that warms up first (see w4Open).
     func open(warm: Bool) throws -> (seconds: Double, bytesPerEntry: Int) {
         let fields = try runChild(["w4-open", directory, keys[keys.count / 2]] + (warm ? ["--warm"] : []))
@@ -321,10 +337,11 @@ func w5(_ options: Options, corpus: Corpus, memoryLimit: Int? = nil) throws -> M
     let engine = try makeEngine(options, directory: freshDirectory(options.work, "W5"), maxBytes: cap, memoryLimit: memoryLimit)
     let trace = try Corpus.trace(options.corpus + "/w5_trace.tsv")
     var hits = 0, gets = 0, bytes = 0
+    settle()
     var start = now()
     try corpus.concat.withUnsafeBytes { all in
         for (n, op) in trace.ops.enumerated() {
-            if n == trace.warmup { start = now(); hits = 0; gets = 0; bytes = 0 }
+            if n == trace.warmup { settle(); start = now(); hits = 0; gets = 0; bytes = 0 }
             let file = corpus.files[op.index]
             if op.put {
                 try engine.put(UnsafeRawBufferPointer(rebasing: all[file.offset..<file.offset + file.size]), key: file.path)
