@@ -179,6 +179,28 @@ struct XXHash64Tests {
         #expect(data.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[..<100]), seed: 0x1_2345_6789) }
                 == 0x0244_1597_F6EB_707A)
     }
+
+    @Test("a stream fed in whole stripes gives the one-shot digest, however the bytes are cut")
+    func streaming() {
+        let data = Samples.random(5000, seed: 7)
+        data.withUnsafeBytes { all in
+            for count in [0, 5, 31, 32, 33, 64, 100, 1000, 4096, 5000] {
+                let bytes = UnsafeRawBufferPointer(rebasing: all[..<count])
+                let stripes = count & ~31
+                for piece in [32, 64, 96, 1024] {
+                    var stream = XXHash64.Stream(seed: 42)
+                    var offset = 0
+                    while offset < stripes {
+                        let end = min(offset + piece, stripes)
+                        stream.absorb(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+                        offset = end
+                    }
+                    #expect(stream.finish(tail: UnsafeRawBufferPointer(rebasing: bytes[stripes...])) == XXHash64.hash(bytes, seed: 42),
+                            "\(count) bytes in pieces of \(piece)")
+                }
+            }
+        }
+    }
 }
 
 @Suite("Slot table")
