@@ -97,25 +97,33 @@ struct FileIO: Sendable {
         // An empty array made by `init(unsafeUninitializedCapacity:)` is the shared empty
         // storage, whose count that initializer writes: a race ThreadSanitizer reports.
         guard count > 0 else { return [] }
-        var filled = 0
-        var failure: Errno?
+        var failure: (any Error)?
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
-            let raw = UnsafeMutableRawBufferPointer(storage)
-            while filled < count {
-                do throws(Errno) {
-                    let n = try system.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]),
-                                            at: offset + Int64(filled))
-                    if n == 0 { break }
-                    filled += n
-                } catch {
-                    failure = error
-                    break
-                }
+            do { initialized = try readFully(fd, into: UnsafeMutableRawBufferPointer(storage), at: offset, path: path) } catch {
+                failure = error
+                initialized = 0
             }
-            initialized = filled
         }
-        if let failure { throw BlobCacheError.io(operation: "read", path: path.string, errno: failure) }
+        if let failure { throw failure }
         return bytes
+    }
+
+    /// Fills `buffer` from `offset` on and returns how many bytes it read: all of them, or
+    /// fewer only at end of file.
+    func readFully(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64,
+                   path: FilePath) throws -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            do throws(Errno) {
+                let n = try system.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]),
+                                        at: offset + Int64(filled))
+                if n == 0 { break }
+                filled += n
+            } catch {
+                throw BlobCacheError.io(operation: "read", path: path.string, errno: error)
+            }
+        }
+        return filled
     }
 
     /// Reads a whole file; `nil` when it does not exist. Throws `EFBIG` instead of reading a

@@ -88,11 +88,18 @@ struct BlobPipeline: Sendable {
             guard try io.shardDirectoriesAreReal(above: path) else {
                 return .failure(.missing("a shard directory above it is a symbolic link"))
             }
-            let file: [UInt8]?
-            do { file = try io.readWholeFile(path, atMost: LooseBlobFormat.largestFile(holding: info)) } catch BlobCacheError.io(_, _, .fileTooLarge) {
+            guard let fd = try io.openIfExists(path) else { return .failure(.missing("file is missing")) }
+            defer { io.close(fd) }
+            let size = try io.fileSize(fd, path: path)
+            guard size <= LooseBlobFormat.largestFile(holding: info) else {
                 return .failure(.sizeMismatch("file is larger than a blob of \(info.rawLength) bytes can be"))
             }
-            guard let file else { return .failure(.missing("file is missing")) }
+            // A large value stored raw goes straight into the value, checked as it arrives.
+            if size >= Int64(LooseBlobFormat.headerSize + Parallel.threshold),
+               let checked = try LooseBlobFormat.readRaw(fd, fileSize: size, expecting: info, io: io, path: path) {
+                return checked
+            }
+            let file = try io.read(fd, count: Int(size), at: 0, path: path)
             return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
         case .packed(let segment, let offset, let writtenEnd):
             return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd)

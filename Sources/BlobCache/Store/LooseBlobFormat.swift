@@ -5,7 +5,7 @@ enum LooseBlobFormat {
     static let version: UInt8 = 2
     static let headerSize = 32
     /// Header bytes the checksum covers (all but the checksum field itself).
-    private static let checkedHeaderSize = 24
+    static let checkedHeaderSize = 24
 
     /// Fills the header in `buffer[offset..<offset+32]` for the payload that follows it.
     static func writeHeader(into buffer: inout [UInt8], at offset: Int, codec: CodecTag, rawLength: Int) {
