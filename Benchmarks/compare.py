@@ -8,7 +8,7 @@ in each run. A figure whose min-max spread exceeds 30% of its median is flagged 
 only with that warning. Every engine syncs the file system before each timed phase and after
 each warm-up (settle), so that no phase pays for the dirty pages of the one before it.
 
-    python3 Benchmarks/compare.py                 # 3 runs of W1-W5 (builds what it needs)
+    python3 Benchmarks/compare.py                 # 3 runs of W1-W5, W3 per codec, 2-thread gets
     python3 Benchmarks/compare.py --runs 5 --workloads w2,w3
     python3 Benchmarks/compare.py --json out.json # also write every sample
     python3 Benchmarks/compare.py --from-json out.json --chart docs/performance.svg
@@ -290,7 +290,12 @@ METRICS = [("W1.put", "opsPerSecond"), ("W1.put", "megabytesPerSecond"), ("W1.ge
            ("W4.open+get", "seconds"), ("W4.open+get", "indexBytesPerEntry"), ("W5", "opsPerSecond"),
            ("W5", "hitRatio"), ("W1.fsck", "megabytesPerSecond"), ("W6.1p", "opsPerSecond"), ("W6.4p", "opsPerSecond")]
 UNITS = {"opsPerSecond": "ops/s", "megabytesPerSecond": "MB/s", "seconds": "ms", "hitRatio": "hit ratio",
-         "indexBytesPerEntry": "index bytes/entry"}
+         "indexBytesPerEntry": "index bytes/entry", "storedBytes": "stored bytes"}
+# BlobCache alone: W3 once per codec (w3codecs) and W2 gets from one and two threads (readers).
+CODECS = ["none", "lz4", "zlib-1"]
+EXTRA = [(f"W3.{codec}.{phase}", metric) for codec in CODECS
+         for phase, metric in (("put", "opsPerSecond"), ("put", "storedBytes"), ("get", "megabytesPerSecond"))] \
+    + [("W2.get.1t", "opsPerSecond"), ("W2.get.2t", "opsPerSecond")]
 
 
 def summarize(samples):
@@ -299,7 +304,7 @@ def summarize(samples):
     for engine, runs in samples.items():
         for results in runs:
             for result in results:
-                for workload, metric in METRICS:
+                for workload, metric in METRICS + EXTRA:
                     if result["workload"] == workload and metric in result:
                         value = result[metric] * (1000 if metric == "seconds" else 1)
                         table.setdefault(engine, {}).setdefault((workload, metric), []).append(value)
@@ -325,6 +330,31 @@ def fmt(values):
     spec = f"{{:,.{digits}f}}"
     flag = " ⚑" if flagged(values) else ""
     return f"{spec.format(median)} ({spec.format(min(values))}–{spec.format(max(values))}){flag}"
+
+
+def print_extra(table):
+    """W3 per codec (stored bytes against read speed) and W2 gets on one and two threads."""
+    bc = table.get("blobcache", {})
+    median = lambda values: statistics.median(values) if values else None
+    if any(bc.get((f"W3.{codec}.get", "megabytesPerSecond")) for codec in CODECS):
+        print("\nW3 (1,000 × 1 MiB) per codec, BlobCache; the get ratios are against the other engines' W3 get:\n")
+        print("| codec | stored MiB | put ops/s | get MB/s | get vs diskcache | get vs raw fs |")
+        print("|---|---|---|---|---|---|")
+        for codec in CODECS:
+            gets = bc.get((f"W3.{codec}.get", "megabytesPerSecond"))
+            if not gets:
+                continue
+            stored = median(bc.get((f"W3.{codec}.put", "storedBytes")))
+            vs = [ratio(gets, table.get(e, {}).get(("W3.get", "megabytesPerSecond")), "megabytesPerSecond")
+                  for e in ("diskcache", "rawfs")]
+            print(f"| {codec} | {stored / 2**20:,.0f} | {fmt(bc.get((f'W3.{codec}.put', 'opsPerSecond')))} | {fmt(gets)} | "
+                  + " | ".join(vs) + " |")
+    one, two = bc.get(("W2.get.1t", "opsPerSecond")), bc.get(("W2.get.2t", "opsPerSecond"))
+    if one and two:
+        print("\nW2 get (10,000 × 4 KiB, memory tier off), one thread against two on one cache:\n")
+        print("| one thread, gets/s | two threads, gets/s | two / one (each run) |")
+        print("|---|---|---|")
+        print(f"| {fmt(one)} | {fmt(two)} | {median(two) / median(one):.2f}× ({', '.join(f'{b / a:.2f}' for a, b in zip(one, two))}) |")
 
 
 def run_ratios(a, b, metric):
@@ -388,7 +418,8 @@ def print_table(table, runs):
         cells = [run_ratios(bc, table.get(e, {}).get((workload, metric)), metric) for e in engines[1:]]
         if bc and any(c != "—" for c in cells):
             print(f"| {workload} | {UNITS[metric]} | " + " | ".join(cells) + " |")
-    noisy = [f"{engine} {workload} {UNITS[metric]}" for engine in engines for workload, metric in METRICS
+    print_extra(table)
+    noisy = [f"{engine} {workload} {UNITS[metric]}" for engine in engines for workload, metric in METRICS + EXTRA
              if flagged(table.get(engine, {}).get((workload, metric)))]
     if noisy:
         print(f"\n⚑ {len(noisy)} figure(s) spread (max − min) over {SPREAD_LIMIT:.0%} of their median: "
@@ -466,7 +497,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--corpus", default="/tmp/blobcorpus")
-    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,w3codecs,readers")
     parser.add_argument("--engines", default="blobcache,diskcache,rawfs")
     parser.add_argument("--w4-runs", type=int, default=5, help="fresh-process opens per W4 sample")
     parser.add_argument("--json", help="write every sample to this file")

@@ -6,6 +6,12 @@ protocol Engine {
     func put(_ value: UnsafeRawBufferPointer, key: String) throws
     func get(_ key: String) throws -> Int?   // bytes read, nil on a miss
     func close() throws
+    /// Bytes on disk of the values stored, where the engine knows them.
+    var storedBytes: Int? { get }
+}
+
+extension Engine {
+    var storedBytes: Int? { nil }
 }
 
 /// BlobCache as a library user would use it.
@@ -22,6 +28,7 @@ final class BlobCacheEngine: Engine {
     func put(_ value: UnsafeRawBufferPointer, key: String) throws { try cache.set(value, forKey: key) }
     func get(_ key: String) throws -> Int? { try cache.bytes(forKey: key)?.count }
     func close() throws { try cache.close() }
+    var storedBytes: Int? { try? cache.totals().storedBytes }
 }
 
 /// The raw-filesystem baseline: each value written to a temporary file and renamed into a

@@ -27,6 +27,8 @@ let usage = """
     get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
     --workloads w6 runs 1 and then 4 processes on one cache, each 20,000 puts and gets of 4 KiB
     values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
+    --workloads w3codecs runs W3 once per codec (none, lz4, zlib-1) as W3.none, W3.lz4 and
+    W3.zlib-1, each put row with the bytes stored on disk (storedBytes in the JSON line).
     --workloads readers times W2 gets (memory tier off) from one thread against two threads on
     one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
     READERS_ROUNDS=N for more, as under perf).
@@ -101,6 +103,8 @@ struct Measurement: Encodable {
     let bytes: Int
     var hitRatio: Double?
     var indexBytesPerEntry: Int?
+    /// Bytes on disk of the values a put phase stored (BlobCache).
+    var storedBytes: Int?
     /// Gets that found nothing (the latency workload).
     var misses: Int?
     /// Per-operation latency percentiles (the latency workload).
@@ -113,7 +117,7 @@ struct Measurement: Encodable {
     var megabytesPerSecond: Double { Double(bytes) / 1e6 / seconds }
 
     enum CodingKeys: String, CodingKey {
-        case workload, ops, seconds, bytes, hitRatio, indexBytesPerEntry, misses, latencyMicroseconds, maintenance, note
+        case workload, ops, seconds, bytes, hitRatio, indexBytesPerEntry, storedBytes, misses, latencyMicroseconds, maintenance, note
         case opsPerSecond, megabytesPerSecond
     }
     func encode(to encoder: Encoder) throws {
@@ -124,6 +128,7 @@ struct Measurement: Encodable {
         try container.encode(bytes, forKey: .bytes)
         try container.encodeIfPresent(hitRatio, forKey: .hitRatio)
         try container.encodeIfPresent(indexBytesPerEntry, forKey: .indexBytesPerEntry)
+        try container.encodeIfPresent(storedBytes, forKey: .storedBytes)
         try container.encodeIfPresent(misses, forKey: .misses)
         try container.encodeIfPresent(latency, forKey: .latencyMicroseconds)
         try container.encodeIfPresent(maintenance, forKey: .maintenance)
@@ -175,6 +180,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
         bytes += slice.count
     }
     let putSeconds = now() - putStart
+    let stored = engine.storedBytes
     var read = 0
     settle()
     let getStart = now()
@@ -182,7 +188,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
     let getSeconds = now() - getStart
     try engine.close()
     precondition(read == bytes, "\(name): read \(read) bytes, wrote \(bytes)")
-    var results = [Measurement(workload: "\(name).put", ops: keys.count, seconds: putSeconds, bytes: bytes),
+    var results = [Measurement(workload: "\(name).put", ops: keys.count, seconds: putSeconds, bytes: bytes, storedBytes: stored),
                    Measurement(workload: "\(name).get", ops: keys.count, seconds: getSeconds, bytes: read)]
     if name == "W1" && options.engine == "blobcache" {
         settle()
@@ -223,14 +229,22 @@ func run(_ options: Options) throws -> [Measurement] {
                     }
                 }
             }
-        case "w2", "w3":
+        case "w2", "w3", "w3codecs":
             let (file, size, count) = workload == "w2" ? ("synth_4k.bin", 4096, 10_000) : ("synth_1m.bin", 1 << 20, 1000)
             let blobs = try Corpus.blobs(options.corpus + "/" + file, size: size, count: count)
             let keys = blobs.map(md5Hex)
             let flat = blobs.flatMap { $0 }
-            try flat.withUnsafeBytes { all in
-                results += try putThenGet(workload.uppercased(), options, keys: keys) {
-                    UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
+            // w3codecs: W3 once per codec (BlobCache), named W3.none, W3.lz4, W3.zlib-1.
+            let codecs: [Codec?] = workload == "w3codecs" ? [Codec.none, .lz4, .zlib(level: 1)] : [nil]
+            if workload == "w3codecs" && options.engine != "blobcache" { continue }
+            for codec in codecs {
+                var setting = options
+                if let codec { setting.codec = codec }
+                let name = workload.uppercased().prefix(2) + (codec.map { ".\($0)" } ?? "")
+                try flat.withUnsafeBytes { all in
+                    results += try putThenGet(String(name), setting, keys: keys) {
+                        UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
+                    }
                 }
             }
         case "w4":
