@@ -48,8 +48,10 @@ struct CacheResponder: Sendable {
                 guard let entry = try await DiskQueue.run({ try cache.entry(forKey: key) }) else { return .text(.notFound, "no entry") }
                 return Reply(status: .ok, contentType: "application/octet-stream", length: entry.size, headOnly: true)
             }
-            // `cache.async` answers a memory-tier hit on this thread and hops to its I/O queue only to read a file.
-            guard let bytes = try await cache.async.bytes(forKey: key) else { return .text(.notFound, "no entry") }
+            // A memory-tier hit is answered on this thread; only a file read goes to the disk queue.
+            var found = cache.memoryValue(forRawKey: key)
+            if found == nil { found = try await DiskQueue.run({ try cache.bytes(forKey: key) }) }
+            guard let bytes = found else { return .text(.notFound, "no entry") }
             return Reply(status: .ok, contentType: "application/octet-stream", body: ByteBuffer(bytes: bytes))
         } catch BlobCacheError.corruptBlob(let id, _, let reason) {
             // The library dropped the damaged entries; to a client this is a miss it can refill.

@@ -18,7 +18,7 @@ extension BlobCache {
     /// and without waiting for the lock: `nil` when another thread holds it, the index must
     /// catch up with other processes first, or the value is not in memory. Counts a hit (a
     /// memory hit) and records its duration exactly like `bytes(forKey:)`.
-    func memoryValue(forRawKey key: String) -> [UInt8]? {
+    package func memoryValue(forRawKey key: String) -> [UInt8]? {
         guard remembersValues else { return nil }
         let start = telemetry.startTime
         let value = state.withLockIfAvailable { engine -> [UInt8]? in

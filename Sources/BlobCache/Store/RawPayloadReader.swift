@@ -1,12 +1,5 @@
 import Synchronization
 import SystemPackage
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Reads a large payload stored raw straight into the value it becomes, and checks it as it
 /// arrives: the file is read in pieces on every core, and each piece is hashed, in order, by
@@ -32,6 +25,8 @@ enum RawPayloadReader {
                 try io.readFully(fd, into: piece, at: offset + Int64(start), path: path)
             }
             Parallel.run(Array(repeating: work.run, count: min(Parallel.cores, work.pieces)))
+            // Every core has returned: whatever arrived after the last one hashing left it is hashed here.
+            work.hashArrived()
             outcome = work.outcome
             if case .complete = outcome { initialized = count } else { initialized = 0 }
         }
@@ -78,15 +73,17 @@ enum RawPayloadReader {
             stream = XXHash64.Stream(seed: seed)
         }
 
-        /// The digest, or what went wrong (read once every core is done).
+        /// The digest, or what went wrong (read once every core is done and `hashArrived` ran).
         var outcome: Outcome {
             if let problem = problem.withLock({ $0 }) { return problem }
+            guard hashedPieces.load(ordering: .acquiring) == pieces else { return .short }
             let stripes = buffer.count & ~31
             return .complete(stream.finish(tail: UnsafeRawBufferPointer(rebasing: buffer[stripes...])))
         }
 
         /// A core's share: hash what has arrived when no other core is hashing, else read the
-        /// next piece nobody has claimed, else wait for the core that is busy with the rest.
+        /// next piece nobody has claimed, else stop: a core never waits for another (the
+        /// caller hashes what is left once every core has returned).
         func run() {
             while !stopped.load(ordering: .acquiring) {
                 let hashed = hashedPieces.load(ordering: .acquiring)
@@ -94,10 +91,11 @@ enum RawPayloadReader {
                 if has(hashed), hashing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
                     hashArrived()
                     hashing.store(false, ordering: .releasing)
-                } else if case let index = nextRead.wrappingAdd(1, ordering: .relaxed).oldValue, index < pieces {
+                } else if nextRead.load(ordering: .relaxed) < pieces,
+                          case let index = nextRead.wrappingAdd(1, ordering: .relaxed).oldValue, index < pieces {
                     fetch(index)
                 } else {
-                    sched_yield()   // the other core is reading or hashing the last of it
+                    return
                 }
             }
         }
@@ -106,8 +104,9 @@ enum RawPayloadReader {
             index < pieces && arrived.load(ordering: .acquiring) & (1 << UInt64(index)) != 0
         }
 
-        /// Hashes every arrived piece after the last one hashed (holding `hashing`).
-        private func hashArrived() {
+        /// Hashes every arrived piece after the last one hashed: by the core holding
+        /// `hashing`, or by the caller once every core has returned.
+        func hashArrived() {
             var index = hashedPieces.load(ordering: .relaxed)
             let stripes = buffer.count & ~31
             while has(index) {
