@@ -45,4 +45,45 @@ struct CLIEdgeTests {
         for (key, value) in good { #expect(readFile(destination + "/" + key) == value, "\(key)") }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appending("out")) == ["dest"])
     }
+
+    @Test("export never writes through a symbolic link planted in the destination, file or directory")
+    func exportRefusesLinks() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.appending("cache"))
+        for key in ["linked/file", "target", "plain/ok"] { try cli.run(["put", key], stdin: Data(key.utf8)) }
+        let outside = dir.appending("outside"), destination = dir.appending("dest")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        writeFile(outside + "/victim", [7, 7, 7])
+        try FileManager.default.createSymbolicLink(atPath: destination + "/linked", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: destination + "/target", withDestinationPath: outside + "/victim")
+
+        let export = try cli.run(["export", destination])
+        #expect(export.status == 2, "\(export.stderr)")
+        #expect(export.stderr.split(separator: "\n").count == 2, "\(export.stderr)")
+        #expect(export.output.contains("exported 1 entries") && export.output.contains("skipped 2"), "\(export.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == ["victim"], "nothing written through the link")
+        #expect(readFile(outside + "/victim") == [7, 7, 7], "the linked file is untouched")
+        #expect(readFile(destination + "/plain/ok") == Array("plain/ok".utf8))
+    }
+
+    @Test("export writes a deep tree of many keys exactly, whichever core takes which key")
+    func exportManyKeys() throws {
+        let dir = TemporaryDirectory()
+        let source = dir.appending("tree")
+        var expected: [String: [UInt8]] = [:]
+        for n in 0..<300 {
+            let key = "d\(n % 7)/e\(n % 5)/f\(n % 3)/file-\(n)"
+            expected[key] = Samples.random(n * 37 % 5000, seed: UInt64(n))
+            try FileManager.default.createDirectory(atPath: source + "/" + (key as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            writeFile(source + "/" + key, expected[key]!)
+        }
+        let cli = CLI(directory: dir.appending("cache"))
+        #expect(try cli.run(["import", source]).status == 0)
+        let export = try cli.run(["export", dir.appending("out")])
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.output.contains("exported 300 entries"), "\(export.output)")
+        for (key, value) in expected { #expect(readFile(dir.appending("out") + "/" + key) == value, "\(key)") }
+    }
 }

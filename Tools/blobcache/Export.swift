@@ -8,8 +8,9 @@ struct Export: ParsableCommand {
         discussion: """
             Keys that would escape DIR (absolute, or with a '..', '.' or empty path component, \
             judged byte by byte), keys that cannot be file names (a component over 255 bytes, a key \
-            under another key's file) and damaged values are reported one line each and skipped; \
-            every other key is written. Exit 2 at the end when any key was skipped.
+            under another key's file), damaged values and paths that meet a symbolic link inside \
+            DIR are reported one line each and skipped; every other key is written, on every core. \
+            Exit 2 at the end when any key was skipped.
             """)
 
     @Argument(help: "The directory to write into (created when missing).") var destination: String
@@ -29,30 +30,18 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let cache = try global.open()
-        let keys = try Failure.running { try global.keySpace(of: cache).keys() }
-        var skipped = 0, written = 0
-        for key in keys {
-            let shown = BlobCache.escapedKey(key)
-            guard Self.isSafe(key) else {
-                Failure.say("skipping key '\(shown)': it would escape \(destination) or is not a file name")
-                skipped += 1
-                continue
-            }
-            let value: [UInt8]?
-            do { value = try global.keySpace(of: cache).bytes(forKey: key) } catch {
-                Failure.say("skipping key '\(shown)': \(error)")
-                skipped += 1
-                continue
-            }
-            guard let value else { continue }   // expired meanwhile
-            let path = destination + "/" + key
-            do {
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                        withIntermediateDirectories: true)
-                try Data(value).write(to: URL(fileURLWithPath: path))
-                written += 1
-            } catch {
-                Failure.say("skipping key '\(shown)': cannot write it: \(error.localizedDescription)")
+        let space = global.keySpace(of: cache)
+        let plan = ExportPlan(keys: try Failure.running { try space.keys() }, destination: destination)
+        let writer = try Failure.running { try ExportWriter(destination: destination) { try space.bytes(forKey: $0) } }
+        let outcomes = writer.export(plan.accepted)
+        var skipped = plan.refused.count, written = 0
+        for (key, reason) in plan.refused { Failure.say("skipping key '\(BlobCache.escapedKey(key))': \(reason)") }
+        for (key, outcome) in zip(plan.accepted, outcomes) {
+            switch outcome {
+            case .written: written += 1
+            case .gone: break   // expired or removed meanwhile
+            case .failed(let reason):
+                Failure.say("skipping key '\(BlobCache.escapedKey(key))': \(reason)")
                 skipped += 1
             }
         }

@@ -2,7 +2,7 @@ import BlobCache
 import Foundation
 
 /// The keys a command works on: the cache's own, or those of `--namespace NAME`.
-struct KeySpace {
+struct KeySpace: Sendable {
     let cache: BlobCache
     let namespace: BlobCache.Namespace?
 

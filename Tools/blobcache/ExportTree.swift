@@ -1,0 +1,151 @@
+import BlobCache
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Which keys `export` writes and which it refuses, decided before anything is written, so the
+/// outcome does not depend on the order the cores take the keys in.
+struct ExportPlan {
+    /// Keys to write, sorted.
+    var accepted: [String] = []
+    /// Keys refused, sorted, with why.
+    var refused: [(key: String, reason: String)] = []
+
+    init(keys: [String], destination: String) {
+        let all = Set(keys)
+        for key in keys.sorted() {
+            if !Export.isSafe(key) {
+                refused.append((key, "it would escape \(destination) or is not a file name"))
+            } else if let file = Self.keyFileAbove(key, in: all) {
+                refused.append((key, "it would be under the file of key '\(BlobCache.escapedKey(file))'"))
+            } else {
+                accepted.append(key)
+            }
+        }
+    }
+
+    /// A key that is a directory of `key`'s path (`a` for `a/b`), if any: its file is there.
+    private static func keyFileAbove(_ key: String, in keys: Set<String>) -> String? {
+        var prefix = ""
+        for component in key.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropLast() {
+            prefix += (prefix.isEmpty ? "" : "/") + String(decoding: component, as: UTF8.self)
+            if keys.contains(prefix) { return prefix }
+        }
+        return nil
+    }
+}
+
+/// Writes values out as files under one directory, on every core. Every path is opened one
+/// component at a time from the destination's descriptor, never through a symbolic link
+/// (`O_NOFOLLOW`), so a link planted in the destination cannot lead a write outside it.
+final class ExportWriter: @unchecked Sendable {
+    /// What happened to one key.
+    enum Outcome: Sendable {
+        case written
+        case gone                 // expired or removed meanwhile
+        case failed(String)
+    }
+
+    private let root: Int32
+    private let value: @Sendable (String) throws -> [UInt8]?
+
+    /// Opens (creating it when missing) the destination; `value` reads a key's bytes.
+    init(destination: String, value: @escaping @Sendable (String) throws -> [UInt8]?) throws {
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        root = open(destination, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { throw ExportError(String(cString: strerror(errno))) }
+        self.value = value
+    }
+
+    deinit { close(root) }
+
+    /// Exports every key, each core taking the next key nobody has taken; the outcomes are in
+    /// `keys`' order.
+    func export(_ keys: [String]) -> [Outcome] {
+        let next = Atomic<Int>(0)
+        let outcomes = UnsafeMutableBufferPointer<Outcome>.allocate(capacity: keys.count)
+        outcomes.initialize(repeating: .gone)
+        defer { outcomes.deallocate() }
+        let shared = Outcomes(outcomes)
+        DispatchQueue.concurrentPerform(iterations: max(1, ProcessInfo.processInfo.activeProcessorCount)) { _ in
+            while case let index = next.wrappingAdd(1, ordering: .relaxed).oldValue, index < keys.count {
+                shared.buffer[index] = self.exportOne(keys[index])
+            }
+        }
+        return Array(outcomes)
+    }
+
+    private func exportOne(_ key: String) -> Outcome {
+        let bytes: [UInt8]?
+        do { bytes = try value(key) } catch { return .failed("\(error)") }
+        guard let bytes else { return .gone }
+        do {
+            try store(bytes, at: key)
+            return .written
+        } catch {
+            return .failed("cannot write it: \(error)")
+        }
+    }
+
+    /// Writes `bytes` to `relative` (components already checked: no `.`, `..` or empty one).
+    private func store(_ bytes: [UInt8], at relative: String) throws {
+        var components = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let name = components.removeLast()
+        var directory = root
+        defer { if directory != root { close(directory) } }
+        for component in components {
+            let next = try openDirectory(component, in: directory)
+            if directory != root { close(directory) }
+            directory = next
+        }
+        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard fd >= 0 else { throw ExportError.fromErrno(name) }
+        defer { close(fd) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ExportError.fromErrno(name)
+            }
+            done += n
+        }
+    }
+
+    /// The directory `name` in `parent`, made when missing; never a symbolic link.
+    private func openDirectory(_ name: String, in parent: Int32) throws -> Int32 {
+        for _ in 0..<2 {
+            let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if fd >= 0 { return fd }
+            guard errno == ENOENT else { throw ExportError.fromErrno(name) }
+            // Another core may make it first: EEXIST is as good.
+            if mkdirat(parent, name, 0o777) != 0 && errno != EEXIST { throw ExportError.fromErrno(name) }
+        }
+        throw ExportError("\(name) keeps vanishing")
+    }
+
+    /// The outcomes, written by the cores at disjoint indices.
+    private final class Outcomes: @unchecked Sendable {
+        let buffer: UnsafeMutableBufferPointer<Outcome>
+        init(_ buffer: UnsafeMutableBufferPointer<Outcome>) { self.buffer = buffer }
+    }
+}
+
+/// Why a file could not be written.
+struct ExportError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+
+    static func fromErrno(_ name: String) -> ExportError {
+        let code = errno
+        let reason = code == ELOOP ? "'\(name)' is a symbolic link" : String(cString: strerror(code))
+        return ExportError(reason)
+    }
+}
