@@ -72,7 +72,10 @@ final class ExportWriter: @unchecked Sendable {
         let next = Atomic<Int>(0)
         let outcomes = UnsafeMutableBufferPointer<Outcome>.allocate(capacity: keys.count)
         outcomes.initialize(repeating: .gone)
-        defer { outcomes.deallocate() }
+        defer {
+            outcomes.deinitialize()   // the outcomes' strings: released, not leaked
+            outcomes.deallocate()
+        }
         let shared = Outcomes(outcomes)
         DispatchQueue.concurrentPerform(iterations: max(1, ProcessInfo.processInfo.activeProcessorCount)) { _ in
             while case let index = next.wrappingAdd(1, ordering: .relaxed).oldValue, index < keys.count {
