@@ -67,6 +67,24 @@ struct CLIEdgeTests {
         #expect(readFile(destination + "/plain/ok") == Array("plain/ok".utf8))
     }
 
+    @Test("export splits a key at every '/' byte, also one a combining mark follows, and never follows a link there")
+    func exportSplitsAtBytes() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.appending("cache"))
+        let plain = "d/\u{301}x", linked = "l/\u{301}y"   // "/\u{301}" is one Character, two components
+        for key in [plain, linked] { try cli.run(["put", key], stdin: Data(key.utf8)) }
+        let outside = dir.appending("outside"), destination = dir.appending("dest")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: destination + "/l", withDestinationPath: outside)
+
+        let export = try cli.run(["export", destination])
+        #expect(export.status == 2, "\(export.stderr)")
+        #expect(export.output.contains("exported 1 entries") && export.output.contains("skipped 1"), "\(export.output)")
+        #expect(readFile(destination + "/" + plain) == Array(plain.utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty, "nothing written through the link")
+    }
+
     @Test("export writes a deep tree of many keys exactly, whichever core takes which key")
     func exportManyKeys() throws {
         let dir = TemporaryDirectory()

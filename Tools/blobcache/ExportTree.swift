@@ -99,7 +99,11 @@ final class ExportWriter: @unchecked Sendable {
 
     /// Writes `bytes` to `relative` (components already checked: no `.`, `..` or empty one).
     private func store(_ bytes: [UInt8], at relative: String) throws {
-        var components = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        // Split at every `/` byte, as `Export.isSafe` judged it: a `/` followed by a combining
+        // mark is one `Character`, and a component holding it would reach `openat` with a `/`
+        // inside, which follows whatever link is on the way.
+        var components = relative.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+            .map { String(decoding: $0, as: UTF8.self) }
         let name = components.removeLast()
         var directory = root
         defer { if directory != root { close(directory) } }
