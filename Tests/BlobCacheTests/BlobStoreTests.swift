@@ -56,15 +56,15 @@ struct BlobStoreTests {
         let value = Samples.compressible(60)
         let id = BlobID(hashing: value)
         for codec in [Codec.none, .zlib] {
-            let blob = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0) }
+            let blob = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0, cipher: nil) }
             let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
             let image = blob.withImage(Array.init)
-            #expect(image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .success(value))
+            #expect(image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) } == .success(value))
             for position in image.indices {
                 for replacement in UInt8.min...UInt8.max where replacement != image[position] {
                     var damaged = image
                     damaged[position] = replacement
-                    let result = damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+                    let result = damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }
                     guard case .failure = result else {
                         Issue.record("byte \(position) = \(replacement) not detected (\(codec))")
                         return
@@ -72,7 +72,7 @@ struct BlobStoreTests {
                 }
             }
             for length in 0..<image.count {
-                let result = Array(image.prefix(length)).withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+                let result = Array(image.prefix(length)).withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }
                 guard case .failure = result else {
                     Issue.record("truncation to \(length) not detected")
                     return
@@ -85,27 +85,27 @@ struct BlobStoreTests {
     func largeLooseCorruption() throws {
         let value = Samples.compressible(1 << 20) + Samples.random(300_000)
         let id = BlobID(hashing: value)
-        let blob = value.withUnsafeBytes { PreparedBlob.hashingAndEncoding($0, codec: .lz4, packThreshold: 0) }
+        let blob = value.withUnsafeBytes { PreparedBlob.hashingAndEncoding($0, codec: .lz4, packThreshold: 0, cipher: nil) }
         #expect(blob.id == id && blob.codec == .lz4 && !blob.packed)
         let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength, place: .loose)
         let image = blob.withImage(Array.init)
         #expect(image.withUnsafeBytes { LZ4Frame(UnsafeRawBufferPointer(rebasing: $0[LooseBlobFormat.headerSize...]), rawCount: value.count) }?
             .blocks.count == 6, "six 256 KiB blocks, decoded in parallel")
-        let intact = try image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get() == value
+        let intact = try image.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
         #expect(intact, "the undamaged blob reads back")
         // Some of these land in literals or offsets that still decode, to the right length but
         // wrong bytes: only the checksum stands between them and the caller.
         for position in stride(from: 0, to: image.count, by: image.count / 97) + [image.count - 1] {
             var damaged = image
             damaged[position] ^= 0x10
-            let result = damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+            let result = damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }
             guard case .failure = result else {
                 Issue.record("flipped bit at \(position) not detected")
                 return
             }
         }
         for length in [0, 31, 32, image.count / 2, image.count - 1] {
-            let result = Array(image.prefix(length)).withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+            let result = Array(image.prefix(length)).withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }
             #expect((try? result.get()) == nil, "truncation to \(length)")
         }
     }
@@ -122,11 +122,11 @@ struct BlobStoreTests {
             let version1 = rewrittenAsVersionOne(version2)
             #expect(version1[4] == 1 && version1.count == version2.count)
             let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
-            let readBack = try version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }.get() == value
+            let readBack = try version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
             #expect(readBack, "\(key) in format 1 reads back")
             var damaged = version1
             damaged[damaged.count - 3] ^= 1
-            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) } == .failure(.checksum("CRC mismatch")))
+            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) } == .failure(.checksum("CRC mismatch")))
             writeFile(looseFile(dir.path, id), version1)
         }
         try cache.close()
@@ -157,10 +157,10 @@ struct BlobStoreTests {
                 return Array(all.prefix(PackFormat.recordHeaderSize + header.payloadLength))
             }
             let old = rewrittenWithCRC(record)
-            #expect(same(try old.withUnsafeBytes { PackFormat.decode(record: $0, expecting: nil) }.get(), value))
+            #expect(same(try old.withUnsafeBytes { PackFormat.decode(record: $0, expecting: nil, cipher: nil) }.get(), value))
             var damaged = old
             damaged[damaged.count - 2] ^= 4
-            #expect(damaged.withUnsafeBytes { PackFormat.decode(record: $0, expecting: nil) } == .failure(.checksum("CRC mismatch")))
+            #expect(damaged.withUnsafeBytes { PackFormat.decode(record: $0, expecting: nil, cipher: nil) } == .failure(.checksum("CRC mismatch")))
             patchFile(path, at: Int(offset), old)
         }
         try cache.close()
@@ -204,24 +204,24 @@ struct BlobStoreTests {
     func packCorruptionExhaustive() throws {
         let value = Samples.compressible(60)
         let id = BlobID(hashing: value)
-        let blob = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .zlib, packThreshold: 1 << 16) }
+        let blob = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .zlib, packThreshold: 1 << 16, cipher: nil) }
         #expect(blob.packed)
         let info = BlobInfo(id: id, codec: blob.codec, rawLength: value.count, payloadLength: blob.payloadLength,
                             place: .packed(segment: 1, offset: 16))
         let image = blob.withImage(Array.init)
-        #expect(image.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info) } == .success(value))
+        #expect(image.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info, cipher: nil) } == .success(value))
         for position in image.indices {
             for replacement in UInt8.min...UInt8.max where replacement != image[position] {
                 var damaged = image
                 damaged[position] = replacement
-                guard case .failure = damaged.withUnsafeBytes({ PackFormat.decode(record: $0, expecting: info) }) else {
+                guard case .failure = damaged.withUnsafeBytes({ PackFormat.decode(record: $0, expecting: info, cipher: nil) }) else {
                     Issue.record("byte \(position) = \(replacement) not detected")
                     return
                 }
             }
         }
         for length in 0..<image.count {
-            guard case .failure = Array(image.prefix(length)).withUnsafeBytes({ PackFormat.decode(record: $0, expecting: info) }) else {
+            guard case .failure = Array(image.prefix(length)).withUnsafeBytes({ PackFormat.decode(record: $0, expecting: info, cipher: nil) }) else {
                 Issue.record("truncation to \(length) not detected")
                 return
             }
@@ -267,12 +267,12 @@ struct BlobStoreTests {
             try cache.close()
         }
         // A loose writer killed before its rename: a complete image under a temporary name.
-        let loose = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 0) }
+        let loose = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 0, cipher: nil) }
         let shard = (looseFile(dir.path, id) as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
         writeFile(shard + "/tmp.4242.1", loose.withImage(Array.init))
         // A pack writer killed mid-append: half a record at the end of the segment.
-        let packed = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 1 << 16) }
+        let packed = value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 1 << 16, cipher: nil) }
         let segment = dir.appending("packs/000001.pack")
         writeFile(segment, readFile(segment) + packed.withImage(Array.init).prefix(packed.imageCount / 2))
 

@@ -19,7 +19,7 @@ struct HostileBytesTests {
             return
         }
         var writer = BinaryWriter(capacity: 100 * records.count)
-        for record in records { JournalFormat.frame(record, seed: JournalFormat.seed(salt: header.salt), into: &writer) }
+        for record in records { JournalFormat.frame(record, seed: JournalFormat.seed(salt: header.salt), cipher: nil, into: &writer) }
         writeFile(path, image + writer.bytes)
     }
 

@@ -21,13 +21,13 @@ struct JournalRecoveryTests {
     func removeFromKeyBytes() throws {
         let dir = TemporaryDirectory()
         let path = FilePath(dir.appending("journal"))
-        let journal = try JournalFile.fresh(at: path, io: .posix, created: 0, synchronous: false)
+        let journal = try JournalFile.fresh(at: path, io: .posix, created: 0, synchronous: false, cipher: nil)
         let key = "clé-\u{1F511}"
         var utf8 = Array(key.utf8)
         utf8.withUnsafeMutableBytes { journal.appendRemove(keyBytes: UnsafeRawBufferPointer($0), reason: .evicted) }
         try journal.flush()
         var expected = BinaryWriter(capacity: 64)
-        JournalFormat.frame(.remove(key: key, reason: .evicted), seed: JournalFormat.seed(salt: journal.header.salt), into: &expected)
+        JournalFormat.frame(.remove(key: key, reason: .evicted), seed: JournalFormat.seed(salt: journal.header.salt), cipher: nil, into: &expected)
         #expect(Array(readFile(path.string).dropFirst(JournalFormat.headerSize)) == expected.bytes)
     }
 
@@ -125,12 +125,12 @@ struct JournalRecoveryTests {
         let dir = TemporaryDirectory()
         try populate(dir, count: 3)
         var header = Array(readFile(journalPath(dir)).prefix(JournalFormat.headerSize))
-        header[4] = 2
+        header[4] = 3
         let crc = CRC32.checksum(Array(header[0..<28]))
         header.replaceSubrange(28..<32, with: withUnsafeBytes(of: crc.littleEndian, Array.init))
         patchFile(journalPath(dir), at: 0, header)
         let before = readFile(journalPath(dir))
-        #expect(throws: BlobCacheError.unsupportedFormat(path: journalPath(dir), version: 2)) {
+        #expect(throws: BlobCacheError.unsupportedFormat(path: journalPath(dir), version: 3)) {
             try BlobCache(directory: dir.path, configuration: .testing())
         }
         #expect(readFile(journalPath(dir)) == before)

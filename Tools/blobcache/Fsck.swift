@@ -37,6 +37,7 @@ struct Fsck: ParsableCommand {
         options.repair = repair
         options.fast = fast
         options.lockTimeout = try global.lockTimeout
+        options.encryption = try global.encryption
         if global.maxSize != nil || global.maxEntries != nil {
             let saved = try Failure.opening { try BlobCache.defaultLimits(in: global.resolvedDirectory) }
             options.limits = .init(maxStoredBytes: global.maxSize ?? saved.maxStoredBytes,

@@ -31,6 +31,11 @@ struct GlobalOptions: ParsableArguments {
         valueName: "SECONDS"))
     var wait: Double = 30
 
+    @Option(help: ArgumentHelp(
+        "The key of an encrypted cache: a file of 32 raw bytes, or of 64 hex digits and an optional newline (default: $BLOBCACHE_KEY_FILE). A cache first opened with a key is encrypted for good; every later command needs that key (exit 9 without it, with another, or with a key for a plain cache).",
+        valueName: "PATH"))
+    var keyFile: String?
+
 #if BLOBCACHE_NETWORK
     @Option(help: ArgumentHelp(
         "A remote tier shared with other machines: http://HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), or redis://HOST:PORT/PREFIX. Misses fall through to it; puts and removes reach it.",
@@ -39,7 +44,8 @@ struct GlobalOptions: ParsableArguments {
 #endif
 
     /// The options that take a value, as `hoisted` moves them.
-    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait", "--namespace", "--remote"]
+    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait", "--namespace", "--remote",
+                                      "--key-file"]
 
     /// Commands whose subcommand comes next (`remote check`): hoisted options go after both.
     static let groups: Set<String> = ["remote"]
@@ -85,6 +91,14 @@ struct GlobalOptions: ParsableArguments {
         return (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/blobcache"
     }
 
+    /// The encryption `--key-file` (else `$BLOBCACHE_KEY_FILE`) gives; `nil` without either.
+    var encryption: BlobCache.Encryption? {
+        get throws {
+            let path = keyFile ?? ProcessInfo.processInfo.environment["BLOBCACHE_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+            return try path.map(KeyFile.encryption(at:))
+        }
+    }
+
     /// The keys this invocation works on (`--namespace`).
     func keySpace(of cache: BlobCache) -> KeySpace { KeySpace(cache, namespace: namespace) }
 
@@ -96,6 +110,7 @@ struct GlobalOptions: ParsableArguments {
         if let packThreshold { configuration.packThreshold = packThreshold }
         if let codec { configuration.codec = codec }
         configuration.lockTimeout = try lockTimeout
+        configuration.encryption = try encryption
 #if BLOBCACHE_NETWORK
         configuration.remote = try remoteStore()
 #endif
@@ -123,6 +138,17 @@ enum Failure {
     static let notFound: Int32 = 1
     static let error: Int32 = 2
     static let cannotOpen: Int32 = 8
+    /// An encrypted cache without its key, with the wrong key, a key for a plain cache, or a
+    /// key file that cannot be read or is of the wrong form.
+    static let keyProblem: Int32 = 9
+
+    /// The exit code for a library error met opening a cache.
+    static func code(opening error: any Error) -> Int32 {
+        switch error as? BlobCacheError {
+        case .encryptionKeyRequired?, .wrongEncryptionKey?, .cacheNotEncrypted?: keyProblem
+        default: cannotOpen
+        }
+    }
 
     /// Prints `blobcache: message` on standard error.
     static func say(_ message: String) {
@@ -131,9 +157,11 @@ enum Failure {
 
     /// Runs an open: any failure exits 8 with its message.
     static func opening<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch {
+        do { return try body() } catch let exit as ExitCode {
+            throw exit
+        } catch {
             say("\(error)")
-            throw ExitCode(cannotOpen)
+            throw ExitCode(code(opening: error))
         }
     }
 
@@ -142,8 +170,9 @@ enum Failure {
         do { return try body() } catch let exit as ExitCode {
             throw exit
         } catch let error as BlobCacheError {
-            if case .inUse = error { say("\(error)"); throw ExitCode(cannotOpen) }
             say("\(error)")
+            if case .inUse = error { throw ExitCode(cannotOpen) }
+            if code(opening: error) == keyProblem { throw ExitCode(keyProblem) }
             throw ExitCode(Failure.error)
         }
     }

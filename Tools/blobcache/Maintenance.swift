@@ -62,18 +62,29 @@ struct Compact: ParsableCommand {
         discussion: "Safe to interrupt at any point (kill -9): the cache opens afterwards with every live entry.")
     @Option(help: ArgumentHelp("Re-encode every blob stored with another codec: lz4, zlib or none.", valueName: "CODEC"))
     var recompress: String?
+    @Option(help: ArgumentHelp(
+        "Encrypt everything again under the key in NEW_KEY_FILE (same forms as --key-file; the current key comes from --key-file, or none for a plain cache, which this encrypts). Needs the cache to itself; safe to kill at any point: the old key or the new one then opens it.",
+        valueName: "NEW_KEY_FILE"))
+    var rekey: String?
     @Flag(help: "Print one JSON object.") var json = false
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if let recompress, Codec(name: recompress) == nil { throw ValidationError("unknown codec '\(recompress)': use lz4, zlib or none") }
+        if recompress != nil && rekey != nil { throw ValidationError("--rekey and --recompress are separate runs") }
     }
 
     func run() throws {
         let codec = recompress.flatMap(Codec.init(name:))
+        let newKey = try rekey.map(KeyFile.encryption(at:))
         let cache = try global.open(codec: codec)
-        let report = try Failure.running { try cache.compact(recompressingTo: codec) }
-        try Failure.running { try cache.close() }
+        let report: BlobCache.CompactionReport
+        if let newKey {
+            report = try Failure.running { try cache.compact(rekeyingTo: newKey) }
+        } else {
+            report = try Failure.running { try cache.compact(recompressingTo: codec) }
+            try Failure.running { try cache.close() }
+        }
         if json { return try Output.json(report) }
         print("""
             journal: \(report.journalBytesBefore) -> \(report.journalBytesAfter) bytes (\(report.journalRecordsBefore) -> \(report.journalRecordsAfter) records)
@@ -81,6 +92,9 @@ struct Compact: ParsableCommand {
             expired entries removed: \(report.expiredEntries)
             blobs recompressed: \(report.blobsRecompressed)
             """)
+        if newKey != nil {
+            print("blobs rekeyed: \(report.blobsRekeyed) (entries dropped as damaged: \(report.entriesDroppedAsDamaged))")
+        }
     }
 }
 
@@ -97,6 +111,8 @@ struct Config: ParsableCommand {
     @Option(name: .customLong("dir"), help: ArgumentHelp("The cache directory.", valueName: "DIR")) var directory: String?
     @Option(help: ArgumentHelp("How long to wait while another process holds DIR/lock, then exit 8; 0 fails at once.",
                                valueName: "SECONDS")) var wait: Double = 30
+    @Option(help: ArgumentHelp("The key of an encrypted cache (default: $BLOBCACHE_KEY_FILE).", valueName: "PATH"))
+    var keyFile: String?
 
     func validate() throws {
         if let shareWithGroup, !["on", "off"].contains(shareWithGroup) {
@@ -105,7 +121,8 @@ struct Config: ParsableCommand {
     }
 
     func run() throws {
-        let global = GlobalOptions.parseOrExit((directory.map { ["--dir", $0] } ?? []) + ["--wait", "\(wait)"])
+        let global = GlobalOptions.parseOrExit((directory.map { ["--dir", $0] } ?? []) + ["--wait", "\(wait)"]
+                                               + (keyFile.map { ["--key-file", $0] } ?? []))
         let directory = global.resolvedDirectory
         if let shareWithGroup {
             try Failure.opening { try BlobCache.shareWithGroup(shareWithGroup == "on", in: directory) }
@@ -122,6 +139,7 @@ struct Config: ParsableCommand {
             // Opened first: a directory that is not a cache's is refused before anything is written.
             var configuration = BlobCache.Configuration()
             configuration.lockTimeout = try global.lockTimeout
+            configuration.encryption = try global.encryption
             let cache = try Failure.opening { try BlobCache(directory: directory, configuration: configuration) }
             try Failure.running { try BlobCache.saveDefaultLimits(limits, in: directory) }
             try Failure.running { try cache.close() }

@@ -49,6 +49,8 @@ public final class BlobCache: Sendable {
     let remote: RemoteTier?
     /// The configuration's clock (for the remote tier's expiry times).
     let clock: any CacheClock
+    /// The configuration the cache was opened with (a rekey reopens with it and the new key).
+    let openConfiguration: Configuration
     /// `statistics()` after `close()`: the figures at the close.
     let finalStatistics = Locked(Statistics(sinceOpen: Counters(), lifetime: Counters()))
 
@@ -63,6 +65,10 @@ public final class BlobCache: Sendable {
     ///     let cache = try BlobCache(directory: "/var/cache/thumbnails")
     public init(directory: String, configuration: Configuration = Configuration(), createDirectory: Bool = true) throws {
         try configuration.validate()
+        // A key that does not fit the cache fails here, before the lock file or anything else
+        // is touched (and again under the lock, in case the journal changed meanwhile).
+        try CacheEngine.requireKey(files: CacheFiles(root: FilePath(directory)), io: FileIO(configuration.fileSystem),
+                                   cipher: configuration.encryption.map(CacheCipher.init))
         let telemetry = Telemetry(logger: configuration.logger, factory: configuration.metricsFactory)
         let files = CacheFiles(root: FilePath(directory))
         try Self.prepareDirectory(files.root, create: createDirectory,
@@ -96,6 +102,7 @@ public final class BlobCache: Sendable {
         self.telemetry = telemetry
         self.remembersValues = configuration.memoryLimit > 0
         self.clock = configuration.clock
+        self.openConfiguration = configuration
         self.remote = configuration.remote.map {
             RemoteTier(store: $0, backoff: configuration.remoteBackoff, queueLimit: configuration.remoteQueueLimit,
                        codec: configuration.codec, clock: configuration.clock, logger: configuration.logger)
@@ -281,7 +288,7 @@ public final class BlobCache: Sendable {
     @discardableResult
     public func store(_ value: some ContiguousBytes) throws -> BlobID {
         try value.withUnsafeBytes { raw in
-            let id = BlobID(hashing: raw)
+            let id = pipeline.hasher.id(of: raw)
             try put(raw, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false, knownID: id)
             remote?.send(raw, id: id, key: nil, expiry: defaultExpiry.deadline(from: Nanoseconds.from(clock.now())))
             return id
@@ -362,7 +369,7 @@ public final class BlobCache: Sendable {
             }
         } else {
             // Small: hash first, so a duplicate costs no compression at all.
-            let id = knownID ?? BlobID(hashing: raw)
+            let id = knownID ?? pipeline.hasher.id(of: raw)
             // Looked up first without the flock: a new value (the common case) takes it once.
             if try lookup({ $0.index.blob(id) != nil || ifAbsent && $0.holds(key) }),
                try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {

@@ -36,6 +36,15 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     /// changes the journal does not, so the cache refuses work until it is reopened, which
     /// brings back the journaled state.
     case needsReopen(path: String, reason: String)
+    /// The cache is encrypted (its journal header says so) and the open gave no key
+    /// (`Configuration.encryption`, CLI `--key-file`). Nothing on disk was changed.
+    case encryptionKeyRequired(path: String)
+    /// The key given does not match the one the cache is encrypted under (the journal header's
+    /// key check). Nothing on disk was changed.
+    case wrongEncryptionKey(path: String)
+    /// A key was given for a cache that is not encrypted. Nothing on disk was changed; open it
+    /// without a key (`compact(rekeyingTo:)` encrypts a plain cache).
+    case cacheNotEncrypted(path: String)
     /// The cache was closed.
     case closed
 
@@ -62,6 +71,12 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
             "invalid configuration: \(reason)"
         case .needsReopen(let path, let reason):
             "cache \(path) stopped after a failed journal write (\(reason)); reopen it to continue from what was journaled"
+        case .encryptionKeyRequired(let path):
+            "cache \(path) is encrypted: give its key (--key-file or $BLOBCACHE_KEY_FILE); nothing was changed"
+        case .wrongEncryptionKey(let path):
+            "cache \(path) is encrypted under another key: the key given does not match; nothing was changed"
+        case .cacheNotEncrypted(let path):
+            "cache \(path) is not encrypted, but a key was given: open it without one (compact --rekey encrypts it); nothing was changed"
         case .closed:
             "the cache is closed"
         }

@@ -90,6 +90,14 @@ extension BlobCache {
         ///
         ///     configuration.remoteQueueLimit = 256 << 20
         public var remoteQueueLimit: Int = 64 << 20
+        /// Encryption at rest (`nil`, the default: none). With `.aesGCM(key:)`, values, keys and
+        /// metadata are sealed and blob ids keyed (docs/SECURITY.md). A cache is encrypted or
+        /// not from its creation: opening an encrypted one without its key, with another key,
+        /// or a plain one with a key fails (`encryptionKeyRequired`, `wrongEncryptionKey`,
+        /// `cacheNotEncrypted`) and changes nothing. Not combined with `remote` in this release.
+        ///
+        ///     configuration.encryption = .aesGCM(key: SymmetricKey(data: keyBytes))
+        public var encryption: Encryption? = nil
         /// The clock for creation, access and expiry times.
         public var clock: any CacheClock = SystemClock()
         /// Journal growth past the index snapshot after which a clean close rewrites it
@@ -124,6 +132,9 @@ extension BlobCache {
             }
             if let lockTimeout, lockTimeout < .zero {
                 throw BlobCacheError.invalidConfiguration(reason: "lockTimeout must not be negative")
+            }
+            if encryption != nil && remote != nil {
+                throw BlobCacheError.invalidConfiguration(reason: "encryption and a remote tier cannot be combined yet (a remote would receive values in plain text)")
             }
             if case .zlib(let level) = codec, !(1...9).contains(level) {
                 throw BlobCacheError.invalidConfiguration(reason: "zlib level must be 1...9, got \(level)")

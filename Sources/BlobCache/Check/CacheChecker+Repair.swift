@@ -13,8 +13,9 @@ extension CacheChecker {
     /// temporary files and empty shard directories. All of it runs through the engine's
     /// commit path, so a crash during a repair loses nothing a finished repair would keep.
     static func repair(_ files: CacheFiles, io: FileIO, findings: [BlobCache.Finding], limits: BlobCache.Limits,
-                       lock: DirectoryLock) throws {
+                       lock: DirectoryLock, encryption: BlobCache.Encryption?) throws {
         var configuration = BlobCache.Configuration()
+        configuration.encryption = encryption
         configuration.maxStoredBytes = limits.maxStoredBytes
         configuration.maxEntries = limits.maxEntries
         // The snapshot only speeds up opening: repair replays the whole journal, the authority.
@@ -53,7 +54,7 @@ extension CacheEngine {
             case .failure:
                 damaged.insert(id)
             case .success(let value):
-                if BlobID(hashing: value) != id { damaged.insert(id); continue }
+                if pipeline.hasher.id(of: value) != id { damaged.insert(id); continue }
                 guard case .loose = blob.info.place, let file = try io.readWholeFile(files.loosePath(of: id), atMost: LooseBlobFormat.largestFile(holding: blob.info)),
                       case .success(let header) = file.withUnsafeBytes({ LooseBlobFormat.parseHeader($0) }),
                       header.codec != blob.info.codec || header.payloadLength != blob.info.payloadLength else { continue }

@@ -20,18 +20,27 @@ extension BlobCache {
             throw BlobCacheError.directoryUnusable(path: files.root.string, reason: "it is not a directory")
         }
         let io = io.matchingAccess(of: files.root)
+        let cipher = try options.encryption.map(CacheCipher.init)
+        if try !CacheChecker.journalNeedsKeyItLacks(files, io: io, cipher: cipher) {
+            try CacheEngine.requireKey(files: files, io: io, cipher: cipher)
+        } else if options.repair {
+            throw BlobCacheError.encryptionKeyRequired(path: files.root.string)
+        }
         let lock = try DirectoryLock.open(files, io: io, timeout: options.lockTimeout)
         defer { lock.close() }
         // Joined (unless repairing), so that no open cuts a segment tail this check may be reading.
         if !options.repair { try lock.withExclusive { lock.joinOpens() } }
         let limits = try options.limits ?? defaultLimits(in: files, io: io)
-        guard options.repair else { return try checkBesideWriters(files, io: io, lock: lock, limits: limits, fast: options.fast) }
+        guard options.repair else {
+            return try checkBesideWriters(files, io: io, lock: lock, limits: limits, fast: options.fast, cipher: cipher)
+        }
         return try lock.withExclusive {
-            var report = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast)
+            var report = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast, cipher: cipher)
             if !report.findings.isEmpty {
-                try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits, lock: lock)
+                try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits, lock: lock,
+                                        encryption: options.encryption)
                 report.repaired = true
-                report.errorsLeft = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast).errors
+                report.errorsLeft = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast, cipher: cipher).errors
             }
             return report
         }
@@ -42,7 +51,7 @@ extension BlobCache {
     /// journal or `DIR/sequence` differ before and after), it runs again holding the flock,
     /// so that nothing a writer was doing meanwhile is reported as a problem.
     private static func checkBesideWriters(_ files: CacheFiles, io: FileIO, lock: DirectoryLock, limits: Limits,
-                                           fast: Bool) throws -> CheckReport {
+                                           fast: Bool, cipher: CacheCipher?) throws -> CheckReport {
         func stamp() -> [Int64] {
             let journal = io.status(files.journal)
             var sequence: [UInt8] = []
@@ -53,10 +62,10 @@ extension BlobCache {
             return [Int64(journal?.st_ino ?? 0), Int64(journal?.st_size ?? -1)] + sequence.map(Int64.init)
         }
         let before = try lock.withExclusive { stamp() }
-        let report = try CacheChecker.run(files, io: io, limits: limits, fast: fast)
-        if report.findings.isEmpty { return report }
+        let report = try CacheChecker.run(files, io: io, limits: limits, fast: fast, cipher: cipher)
+        if report.errors.isEmpty { return report }
         if try lock.withExclusive({ stamp() }) == before { return report }
-        return try lock.withExclusive { try CacheChecker.run(files, io: io, limits: limits, fast: fast) }
+        return try lock.withExclusive { try CacheChecker.run(files, io: io, limits: limits, fast: fast, cipher: cipher) }
     }
 }
 
@@ -66,9 +75,12 @@ struct CacheChecker {
     let io: FileIO
     let limits: BlobCache.Limits
     let fast: Bool
+    /// Opens what an encrypted cache sealed; `nil` without a key (or for a plain cache).
+    let cipher: CacheCipher?
     private var report = BlobCache.CheckReport()
 
-    init(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool) {
+    init(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool, cipher: CacheCipher?) {
+        self.cipher = cipher
         self.files = files
         self.io = io
         self.limits = limits
@@ -84,9 +96,20 @@ struct CacheChecker {
     }
 
     /// Runs every check once.
-    static func run(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool) throws -> BlobCache.CheckReport {
-        var checker = CacheChecker(files, io: io, limits: limits, fast: fast)
+    static func run(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool,
+                    cipher: CacheCipher?) throws -> BlobCache.CheckReport {
+        var checker = CacheChecker(files, io: io, limits: limits, fast: fast, cipher: cipher)
         return try checker.run()
+    }
+
+    /// Whether the journal is encrypted and no key was given (a check then verifies what it
+    /// can without one).
+    static func journalNeedsKeyItLacks(_ files: CacheFiles, io: FileIO, cipher: CacheCipher?) throws -> Bool {
+        guard cipher == nil, let fd = try io.openIfExists(files.journal) else { return false }
+        defer { io.close(fd) }
+        let image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal)
+        guard case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return false }
+        return header.keyCheck != nil
     }
 
     private mutating func run() throws -> BlobCache.CheckReport {
@@ -141,8 +164,12 @@ struct CacheChecker {
             error("journal-bad-header", "-", path, "format version \(version) is newer than this tool")
             return nil
         }
+        if header.keyCheck != nil && cipher == nil {
+            checkFramesOnly(image, at: path, salt: header.salt)
+            return nil
+        }
         var index = CacheIndex()
-        let walk = JournalReader.walk(image, salt: header.salt) { record, _ in index.apply(record) }
+        let walk = JournalReader.walk(image, salt: header.salt, cipher: cipher) { record, _ in index.apply(record) }
         switch walk.end {
         case .clean: break
         case .tornTail(let validEnd):
@@ -155,12 +182,27 @@ struct CacheChecker {
         return index
     }
 
+    /// An encrypted journal without its key: its frames' lengths and CRCs are checked, its
+    /// records cannot be read, and the report says what went unchecked.
+    private mutating func checkFramesOnly(_ image: UnsafeRawBufferPointer, at path: FilePath, salt: UInt64) {
+        let walk = JournalReader.walk(image, salt: salt, cipher: nil, framesOnly: true) { _, _ in true }
+        switch walk.end {
+        case .clean: break
+        case .tornTail(let validEnd):
+            error("journal-torn-tail", "-", path, "last record cut short at byte \(validEnd) (\(image.count - validEnd) bytes)")
+        case .corrupt(let offset, let reason):
+            error("journal-checksum", "-", path, "\(reason) at byte \(offset); records after it are not trusted")
+        }
+        note("encrypted-unchecked", "-", path,
+             "the cache is encrypted and no key was given: checked the journal's \(walk.records) record frames (lengths, CRCs) and every blob's header and checksum; not checked: record contents, entries, the snapshot, blob contents and ids, missing or dangling blobs, limits (give the key to check them)")
+    }
+
     /// Checks `DIR/index`, if there is one: intact, and restoring it then replaying the rest of
     /// the journal gives exactly the index a full replay gave.
     private mutating func checkSnapshot(against replayed: CacheIndex, journal: UnsafeRawBufferPointer, salt: UInt64) {
         let path = files.snapshot
         let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
-        do { opened = try IndexSnapshot.map(path, io: io, journalSize: Int64(journal.count)) } catch {
+        do { opened = try IndexSnapshot.map(path, io: io, journalSize: Int64(journal.count), cipher: cipher) } catch {
             self.error("snapshot-corrupt", "-", path, "unreadable: \(error)")
             return
         }
@@ -180,7 +222,7 @@ struct CacheChecker {
                 return ("snapshot-corrupt", "body hash mismatch or inconsistent records")
             }
             let tail = journal.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[Int(header.journalLength)...]) }
-            let walk = JournalReader.walk(records: tail, at: Int(header.journalLength), salt: salt) { record, _ in
+            let walk = JournalReader.walk(records: tail, at: Int(header.journalLength), salt: salt, cipher: cipher) { record, _ in
                 restored.apply(record)
             }
             guard walk.end == .clean else {
@@ -195,9 +237,9 @@ struct CacheChecker {
     private mutating func checkLooseBlobs(_ blobs: [(id: BlobID, path: FilePath)], index: CacheIndex?) {
         // Verify on every core: MD5 and decompression dominate.
         let results = Locked([Int: (BlobDamage?, Int, LooseBlobFormat.Header?)]())
-        let fast = self.fast, io = self.io
+        let fast = self.fast, io = self.io, cipher = self.cipher
         DispatchQueue.concurrentPerform(iterations: blobs.count) { n in
-            let outcome = Self.verifyLoose(blobs[n].id, at: blobs[n].path, fast: fast, io: io)
+            let outcome = Self.verifyLoose(blobs[n].id, at: blobs[n].path, fast: fast, io: io, cipher: cipher)
             results.withLock { $0[n] = outcome }
         }
         let outcomes = results.withLock { $0 }
@@ -233,14 +275,19 @@ struct CacheChecker {
     }
 
     /// (damage, bytes read, header) for one loose blob file.
-    private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool, io: FileIO) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
+    /// Without `cipher`, a sealed blob whose checksum holds counts as intact (its contents
+    /// cannot be checked).
+    private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool, io: FileIO,
+                                    cipher: CacheCipher?) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
         let checked = try? MappedFile.withContents(of: path, io: io) { bytes -> (BlobDamage?, Int, LooseBlobFormat.Header?) in
             let header = try? LooseBlobFormat.parseHeader(bytes).get()
-            switch LooseBlobFormat.decode(file: bytes, expecting: nil) {
+            switch LooseBlobFormat.decode(file: bytes, expecting: nil, id: id, cipher: cipher) {
+            case .failure(.sealing) where cipher == nil && header?.sealed == true: return (nil, bytes.count, header)
             case .failure(let damage): return (damage, bytes.count, header)
             case .success(let value):
-                if !fast, BlobID(hashing: value) != id {
-                    return (.digest("content hashes to \(BlobID(hashing: value)), not its name"), bytes.count, header)
+                let hasher = BlobHasher(cipher)
+                if !fast, hasher.id(of: value) != id {
+                    return (.digest("content hashes to \(hasher.id(of: value)), not its name"), bytes.count, header)
                 }
                 return (nil, bytes.count, header)
             }
@@ -273,7 +320,10 @@ struct CacheChecker {
             error("pack-corrupt", "-", path, problem)
             return
         }
-        guard let index else { return }
+        guard let index else {
+            if cipher == nil { checkSealedRecords(number, at: path, image: bytes) }
+            return
+        }
         for (id, blob) in index.storedBlobs {
             guard case .packed(number, let offset) = blob.info.place else { continue }
             report.blobsChecked += 1
@@ -284,14 +334,33 @@ struct CacheChecker {
                 continue
             }
             let record = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset) + blob.info.footprint])
-            switch PackFormat.decode(record: record, expecting: blob.info) {
+            switch PackFormat.decode(record: record, expecting: blob.info, cipher: cipher) {
             case .failure(let damage):
                 error("pack-record-corrupt", id.hex, FilePath(at), "\(damage.kind): \(damage.detail)")
             case .success(let value):
-                if !fast, BlobID(hashing: value) != id {
-                    error("pack-record-corrupt", id.hex, FilePath(at), "digest: content hashes to \(BlobID(hashing: value))")
+                let hasher = BlobHasher(cipher)
+                if !fast, hasher.id(of: value) != id {
+                    error("pack-record-corrupt", id.hex, FilePath(at), "digest: content hashes to \(hasher.id(of: value))")
                 }
             }
+        }
+    }
+
+    /// Without the index (an encrypted journal and no key), every record of a segment is
+    /// checked by its header and checksum, in order, up to the first that does not parse.
+    private mutating func checkSealedRecords(_ number: UInt32, at path: FilePath, image bytes: UnsafeRawBufferPointer) {
+        var damaged: [(Int, BlobID, BlobDamage)] = []
+        _ = PackScanner.scan(bytes, cipher: nil) { offset, header, result in
+            switch result {
+            case .failure(.sealing) where header.sealed: break
+            case .failure(let damage): damaged.append((offset, header.id, damage))
+            case .success: break
+            }
+            report.blobsChecked += 1
+            report.bytesChecked += PackFormat.recordHeaderSize + header.payloadLength
+        }
+        for (offset, id, damage) in damaged {
+            error("pack-record-corrupt", id.hex, FilePath("\(path.string)@\(offset)"), "\(damage.kind): \(damage.detail)")
         }
     }
 

@@ -56,6 +56,13 @@ extension BlobCache {
         public var fast = false
         /// Limits to check the totals against; `nil` uses the directory's saved defaults.
         public var limits: Limits?
+        /// The key of an encrypted cache. Without it, `check` still verifies the journal's
+        /// framing and checksums and every blob's header and checksum, and says in a note
+        /// (`encrypted-unchecked`) what it could not check; `repair` needs it. A key for a
+        /// plain cache, or the wrong key, is an error (`cacheNotEncrypted`, `wrongEncryptionKey`).
+        ///
+        ///     options.encryption = .aesGCM(key: key)
+        public var encryption: Encryption?
         /// How long to wait for `DIR/lock` while another process holds it, then fail with
         /// `inUse`; `nil` waits for ever, `.zero` fails at once.
         public var lockTimeout: Duration? = .seconds(30)

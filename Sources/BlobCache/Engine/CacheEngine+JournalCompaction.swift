@@ -71,12 +71,14 @@ extension CacheEngine {
         let created: Int64
         let path: FilePath
         let io: FileIO
+        /// What the records are sealed under (the journal's own cipher, or a new key's).
+        let cipher: CacheCipher?
 
         /// Writes one `set` record per live entry, in journal order (pinned entries first, then
         /// least to most recently used), to `journal.tmp` and fsyncs it.
         func prepare() throws -> JournalFile.Replacement {
             let records = index.journalOrder().map { JournalRecord.set(index.record(at: $0)) }
-            return try JournalFile.prepareReplacement(of: path, records: records, created: created, io: io)
+            return try JournalFile.prepareReplacement(of: path, records: records, created: created, io: io, cipher: cipher)
         }
     }
 
@@ -86,7 +88,8 @@ extension CacheEngine {
     func beginJournalRewrite() throws -> JournalRewrite {
         try journal.flush()
         index.markAllTakenByRewrite()
-        return JournalRewrite(index: index, mark: journal.size, created: now(), path: journal.path, io: io)
+        return JournalRewrite(index: index, mark: journal.size, created: now(), path: journal.path, io: io,
+                              cipher: journal.cipher)
     }
 
     /// Installs a rewritten journal (with the records written since `rewrite` began), deletes

@@ -8,11 +8,15 @@ extension CacheEngine {
     static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration, limits: BlobCache.Limits,
                      lock: DirectoryLock, alone: Bool, previousHolderCrashed: Bool = false) throws -> (CacheEngine, BlobCache.OpenReport) {
         let synchronous = configuration.durability == .powerLossSafe
+        let cipher = try configuration.encryption.map(CacheCipher.init)
+        // Before anything is written: a key that does not fit changes nothing on disk.
+        try requireKey(files: files, io: io, cipher: cipher)
         let store = try BlobStore(files: files, io: io,
                                   segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
                                   synchronous: synchronous)
         let pipeline = BlobPipeline(files: files, io: io, codec: configuration.codec,
-                                    packThreshold: configuration.packThreshold, durability: configuration.durability)
+                                    packThreshold: configuration.packThreshold, durability: configuration.durability,
+                                    cipher: cipher)
         // Odd from before the first change to the end: an open that fails midway leaves it odd,
         // so every other open checks the files at its next write (none skips its catch-up).
         let sequence = try ChangeSequence.open(files.sequence, root: files.root, io: io, alone: alone)
@@ -41,7 +45,8 @@ extension CacheEngine {
                 let fileSize = try io.fileSize(fd, path: journalPath)
                 // With a snapshot that matches, only the records after it are read and replayed.
                 var start = Int64(JournalFormat.headerSize), priorRecords = 0
-                if let snapshot = try restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize) {
+                if let snapshot = try restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize,
+                                                          cipher: cipher) {
                     index = snapshot.index
                     start = snapshot.header.journalLength
                     priorRecords = snapshot.header.journalRecords
@@ -56,7 +61,7 @@ extension CacheEngine {
                         // (At most one per 83 bytes, the smallest set record: junk frames cannot inflate it.)
                         index.reserveCapacity(min(JournalReader.countFrames(records: records), records.count / 83))
                     }
-                    return JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in
+                    return JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: cipher) { record, _ in
                         index.apply(record)
                     }
                 }
@@ -72,19 +77,20 @@ extension CacheEngine {
                     report.recovery = .stoppedAtCorruption(offset: offset, reason: reason)
                 }
                 journal = JournalFile(path: journalPath, io: io, descriptor: fd, header: header, size: size,
-                                      recordCount: priorRecords + walk.records, synchronous: synchronous)
+                                      recordCount: priorRecords + walk.records, synchronous: synchronous, cipher: cipher)
             }
         } else if try directoryHoldsBlobs(store) {
             rebuild = "journal is missing"
         }
 
         if let reason = rebuild {
-            let adoption = try adoptBlobs(in: store, into: &index, now: now)
+            let adoption = try adoptBlobs(in: store, pipeline: pipeline, into: &index, now: now)
             report.recovery = .rebuiltFromBlobs(reason: reason, adopted: adoption.adopted, removed: adoption.removed)
         }
         let engine = CacheEngine(
             files: files, io: io, pipeline: pipeline, store: store,
-            journal: try journal ?? JournalFile.fresh(at: journalPath, io: io, created: now, synchronous: synchronous),
+            journal: try journal ?? JournalFile.fresh(at: journalPath, io: io, created: now, synchronous: synchronous,
+                                                             cipher: cipher),
             limits: limits, clock: clock,
             accessInterval: Nanoseconds.from(configuration.accessJournalInterval), lock: lock)
         engine.holdsLock = true
@@ -149,16 +155,30 @@ extension CacheEngine {
         }
     }
 
+    /// Throws the key error when `cipher` does not fit the journal in `files` (a journal that
+    /// is missing or whose header is damaged is not judged here: the rebuild judges the blobs).
+    /// A journal that cannot be read is not judged either: the open reports why.
+    static func requireKey(files: CacheFiles, io: FileIO, cipher: CacheCipher?) throws {
+        guard let fd = try? io.openIfExists(files.journal) else { return }
+        defer { io.close(fd) }
+        guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
+              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return }
+        try header.requireKey(cipher, cache: files.root.string)
+    }
+
     /// The prefix of keys that name content-addressed entries (`BlobCache.store`).
     static let contentAddressedKeyPrefix = "\u{0}"
 
     /// When the journal's header is lost, keys are gone; every intact blob on disk is kept as a
     /// content-addressed entry (readable by id, evictable); damaged blobs and temporary files
-    /// are removed, files with names the cache does not give are left alone.
-    private static func adoptBlobs(in store: BlobStore, into index: inout CacheIndex, now: Int64)
+    /// are removed, files with names the cache does not give are left alone. Blobs that do not
+    /// open under the open's key (or that need one it lacks) are damage only when some blob
+    /// did open: when none did, the key is wrong and the open fails before anything is deleted.
+    private static func adoptBlobs(in store: BlobStore, pipeline: BlobPipeline, into index: inout CacheIndex, now: Int64)
         throws -> (adopted: Int, removed: Int) {
         let io = store.io
         var adopted = 0, removed = 0
+        var unopened: [FilePath] = [], sealedSeen = false
         func adopt(_ info: BlobInfo) {
             guard index.blob(info.id) == nil else { return }
             index.upsert(EntryRecord(key: contentAddressedKeyPrefix + info.id.hex, blob: info, pinned: false,
@@ -167,9 +187,12 @@ extension CacheEngine {
         }
         let scan = try DirectoryScan(files: store.files, io: store.io)
         for (id, path) in scan.looseBlobs {
-            if let info = try verifiedLooseBlob(id, at: path, io: io) {
-                adopt(info)
-            } else {
+            switch try verifiedLooseBlob(id, at: path, pipeline: pipeline) {
+            case .intact(let info): adopt(info)
+            case .unopened(let sealed):
+                unopened.append(path)
+                sealedSeen = sealedSeen || sealed
+            case .damaged:
                 try io.remove(path)
                 removed += 1
             }
@@ -180,13 +203,18 @@ extension CacheEngine {
             try io.remove(path)
             removed += 1
         }
+        var recordsUnopened = 0
         for number in store.segmentNumbers {
             // Read, or mapped when large (`MappedFile.withContents`); an unreadable segment fails
             // the open rather than being passed over (and then trimmed or collected as if empty).
             _ = try MappedFile.withContents(of: store.files.segmentPath(number), io: io) { bytes in
                 guard PackFormat.checkSegmentHeader(bytes, number: number) == nil else { return }
-                _ = PackScanner.scan(bytes) { offset, header, result in
-                    guard case .success(let value) = result, BlobID(hashing: value) == header.id else {
+                _ = PackScanner.scan(bytes, cipher: pipeline.cipher) { offset, header, result in
+                    if case .failure(.sealing) = result {
+                        recordsUnopened += 1
+                        sealedSeen = sealedSeen || header.sealed
+                    }
+                    guard case .success(let value) = result, pipeline.hasher.id(of: value) == header.id else {
                         removed += 1
                         return
                     }
@@ -196,19 +224,40 @@ extension CacheEngine {
                 }
             }
         }
+        if adopted == 0 && (!unopened.isEmpty || recordsUnopened > 0) {
+            let path = store.files.root.string
+            if pipeline.cipher == nil { throw BlobCacheError.encryptionKeyRequired(path: path) }
+            throw sealedSeen ? BlobCacheError.wrongEncryptionKey(path: path) : BlobCacheError.cacheNotEncrypted(path: path)
+        }
+        for path in unopened {
+            try io.remove(path)
+            removed += 1
+        }
         return (adopted, removed)
     }
 
-    /// Reads and fully verifies (MD5 included) a loose blob; `nil` when it is damaged.
-    private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, io: FileIO) throws -> BlobInfo? {
+    /// What a full check of a loose blob found.
+    private enum LooseBlobCheck {
+        case intact(BlobInfo)
+        /// Its seal did not open (`sealed`) or it is plain in an encrypted cache.
+        case unopened(sealed: Bool)
+        case damaged
+    }
+
+    /// Reads and fully verifies (its id included) a loose blob.
+    private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, pipeline: BlobPipeline) throws -> LooseBlobCheck {
         // (One larger than any blob is damaged, not mapped: a sparse file can claim exabytes.)
-        return try MappedFile.withContents(of: path, io: io, atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) { bytes -> BlobInfo? in
-            guard case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil),
-                  BlobID(hashing: value) == id,
-                  case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return nil }
-            return BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
-                            payloadLength: header.payloadLength, place: .loose)
-        } ?? nil
+        return try MappedFile.withContents(of: path, io: pipeline.io,
+                                           atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) { bytes -> LooseBlobCheck in
+            guard case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return .damaged }
+            switch LooseBlobFormat.decode(file: bytes, expecting: nil, id: id, cipher: pipeline.cipher) {
+            case .failure(.sealing): return .unopened(sealed: header.sealed)
+            case .failure: return .damaged
+            case .success(let value):
+                guard pipeline.hasher.id(of: value) == id else { return .damaged }
+                return .intact(BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
+                                        payloadLength: header.payloadLength, place: .loose))
+            }
+        } ?? .damaged
     }
 }
-

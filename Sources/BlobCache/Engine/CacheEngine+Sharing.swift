@@ -149,7 +149,7 @@ extension CacheEngine {
             }
         }
         let walk = try MappedFile.withContents(of: journal.descriptor, from: start, size: end, path: journal.path, io: io) { records in
-            JournalReader.walk(records: records, at: Int(start), salt: journal.header.salt) { record, _ in
+            JournalReader.walk(records: records, at: Int(start), salt: journal.header.salt, cipher: journal.cipher) { record, _ in
                 switch record {
                 case .set(let entry): note(entry.blob)
                 case .relocate(let blob):
@@ -198,18 +198,24 @@ extension CacheEngine {
         guard case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else {
             throw BlobCacheError.needsReopen(path: files.root.string, reason: "another process left the journal's header damaged")
         }
+        do { try header.requireKey(journal.cipher, cache: files.root.string) } catch {
+            throw BlobCacheError.needsReopen(path: files.root.string, reason: "the journal another process wrote does not fit this open's key: \(error)")
+        }
         let fileSize = try io.fileSize(fd, path: path)
         var fresh = CacheIndex()
         var start = Int64(JournalFormat.headerSize), prior = 0
         snapshotCoverage = nil
-        if let snapshot = try Self.restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize) {
+        if let snapshot = try Self.restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize,
+                                                       cipher: journal.cipher) {
             fresh = snapshot.index
             start = snapshot.header.journalLength
             prior = snapshot.header.journalRecords
             snapshotCoverage = start
         }
         let walk = try MappedFile.withContents(of: fd, from: start, size: fileSize, path: path, io: io) { records in
-            JournalReader.walk(records: records, at: Int(start), salt: header.salt) { record, _ in fresh.apply(record) }
+            JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: journal.cipher) { record, _ in
+                fresh.apply(record)
+            }
         }
         var size = fileSize
         switch walk.end {
@@ -221,7 +227,7 @@ extension CacheEngine {
         }
         keep = true
         journal = JournalFile(path: path, io: io, descriptor: fd, header: header, size: size,
-                              recordCount: prior + walk.records, synchronous: journal.synchronous)
+                              recordCount: prior + walk.records, synchronous: journal.synchronous, cipher: journal.cipher)
         if recordsChanges { noteDifferences(from: index, to: fresh) }
         index = fresh
         try store.rescan()

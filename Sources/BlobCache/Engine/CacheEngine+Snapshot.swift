@@ -4,12 +4,13 @@ extension CacheEngine {
     /// The index restored from `DIR/index` when it reflects a prefix of the journal whose salt
     /// is `journalSalt` and size `journalSize`; otherwise `nil`, and a snapshot that cannot be
     /// used is deleted (so that a journal growing past it later cannot make it look current).
-    static func restoreSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64)
+    /// `cipher`: the snapshot is sealed (encryption).
+    static func restoreSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64, cipher: CacheCipher?)
         throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
         let path = files.snapshot
         let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
         do {
-            opened = try IndexSnapshot.map(path, io: io, journalSize: journalSize)
+            opened = try IndexSnapshot.map(path, io: io, journalSize: journalSize, cipher: cipher)
         } catch {
             return nil   // unreadable now (say, out of address space): replay, keep the file
         }
@@ -33,8 +34,9 @@ extension CacheEngine {
     func writeSnapshotIfWorthIt() {
         let covered = snapshotCoverage ?? Int64(JournalFormat.headerSize)
         guard journal.failure == nil, journal.size - covered >= snapshotThreshold else { return }
-        let image = IndexSnapshot.encode(index, journalSalt: journal.header.salt, journalLength: journal.size,
+        let plain = IndexSnapshot.encode(index, journalSalt: journal.header.salt, journalLength: journal.size,
                                          journalRecords: journal.recordCount)
+        let image = journal.cipher.map { IndexSnapshot.seal(plain, cipher: $0) } ?? plain
         do {
             _ = try image.withUnsafeBytes { try io.replaceAtomically(files.snapshot, with: $0, durable: false) }
             snapshotCoverage = journal.size

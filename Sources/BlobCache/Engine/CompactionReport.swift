@@ -26,6 +26,10 @@ extension BlobCache {
         public var blobBytesReclaimed = 0
         /// Blobs re-encoded with the requested codec.
         public var blobsRecompressed = 0
+        /// Blobs sealed again under a new key (`compact(rekeyingTo:)`).
+        public var blobsRekeyed = 0
+        /// Entries a rekey did not carry over because their blob was damaged.
+        public var entriesDroppedAsDamaged = 0
         /// Files deleted in all.
         public var filesDeleted: Int { danglingBlobsDeleted + temporaryFilesDeleted }
     }
@@ -106,7 +110,7 @@ extension CacheEngine {
     private func recompress(to codec: Codec) throws -> Int {
         var count = 0
         let durableStaging = BlobPipeline(files: files, io: io, codec: codec, packThreshold: pipeline.packThreshold,
-                                          durability: .powerLossSafe)
+                                          durability: .powerLossSafe, cipher: pipeline.cipher)
         for (id, blob) in index.storedBlobs where blob.info.codec != codec.tag {
             guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
             let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }

@@ -1,3 +1,4 @@
+import Crypto
 import SystemPackage
 
 /// The parsers of bytes that come from a cache directory or a command line, each runnable on
@@ -45,7 +46,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                 let payload = input[(offset + 2)..<min(input.count, offset + 2 + length)]
                 offset += 2 + length
                 JournalFormat.frame(kind: JournalRecord.Kind(rawValue: kind) ?? .set, seed: JournalFormat.seed(salt: salt),
-                                    into: &writer) { $0.append(bytes: payload) }
+                                    cipher: nil, into: &writer) { $0.append(bytes: payload) }
             }
             image += writer.bytes
         } else {
@@ -56,10 +57,16 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             var index = CacheIndex(seed: 1)
             index.reserveCapacity(min(JournalReader.countFrames(records: UnsafeRawBufferPointer(rebasing: bytes[JournalFormat.headerSize...])),
                                       bytes.count / 83))
-            _ = JournalReader.walk(bytes, salt: header.salt) { record, _ in index.apply(record) }
+            _ = JournalReader.walk(bytes, salt: header.salt, cipher: nil) { record, _ in index.apply(record) }
             exercise(&index)
+            // The same records read as an encrypted journal's: every payload must fail to open.
+            var sealedIndex = CacheIndex(seed: 1)
+            _ = JournalReader.walk(bytes, salt: header.salt, cipher: fuzzCipher) { record, _ in sealedIndex.apply(record) }
         }
     }
+
+    /// A fixed key for the targets' encrypted reads.
+    private static let fuzzCipher = try! CacheCipher(.aesGCM(key: SymmetricKey(data: [UInt8](repeating: 7, count: 32))))
 
     /// What an open and later operations do with a replayed or restored index: totals, LRU
     /// order, per-segment accounting, eviction of everything.
@@ -90,21 +97,24 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         switch mode {
         case 0:
             _ = PackFormat.checkSegmentHeader(input, number: 1)
-            _ = PackScanner.scan(input) { _, _, _ in }
+            _ = PackScanner.scan(input, cipher: nil) { _, _, _ in }
+            _ = PackScanner.scan(input, cipher: fuzzCipher) { _, _, _ in }
         case 1:
             guard case .success(let header) = PackFormat.parseRecordHeader(input) else { return }
             let info = BlobInfo(id: header.id, codec: header.codec, rawLength: header.rawLength,
                                 payloadLength: header.payloadLength, place: .packed(segment: 1, offset: 16))
-            _ = PackFormat.decode(record: input, expecting: info)
+            _ = PackFormat.decode(record: input, expecting: info, cipher: nil)
+            _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher)
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
             var record = [UInt8](repeating: 0, count: PackFormat.recordHeaderSize) + Array(payload)
             let id = BlobID(hashing: Array(payload))
-            PackFormat.writeRecordHeader(into: &record, id: id, codec: codec, rawLength: raw)
+            PackFormat.writeRecordHeader(into: &record, id: id, codec: codec, rawLength: raw, sealed: false)
             record.withUnsafeBytes { bytes in
-                _ = PackFormat.decode(record: bytes, expecting: nil)
+                _ = PackFormat.decode(record: bytes, expecting: nil, cipher: nil)
                 _ = PackFormat.decode(record: bytes, expecting: BlobInfo(id: id, codec: codec, rawLength: raw,
-                                                                       payloadLength: payload.count, place: .packed(segment: 1, offset: 16)))
+                                                                       payloadLength: payload.count, place: .packed(segment: 1, offset: 16)),
+                                      cipher: nil)
             }
         }
     }
@@ -115,20 +125,22 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     private static func looseBlob(_ input: UnsafeRawBufferPointer, mode: UInt8) {
         switch mode {
         case 0:
-            _ = LooseBlobFormat.decode(file: input, expecting: nil)
+            _ = LooseBlobFormat.decode(file: input, expecting: nil, cipher: nil)
+            _ = LooseBlobFormat.decode(file: input, expecting: nil, id: BlobID(hashing: []), cipher: fuzzCipher)
         case 1:
             guard case .success(let header) = LooseBlobFormat.parseHeader(input) else { return }
             let info = BlobInfo(id: BlobID(hashing: []), codec: header.codec, rawLength: header.rawLength,
                                 payloadLength: header.payloadLength, place: .loose)
-            _ = LooseBlobFormat.decode(file: input, expecting: info)
+            _ = LooseBlobFormat.decode(file: input, expecting: info, cipher: nil)
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
             var file = [UInt8](repeating: 0, count: LooseBlobFormat.headerSize) + Array(payload)
-            LooseBlobFormat.writeHeader(into: &file, at: 0, codec: codec, rawLength: raw)
+            LooseBlobFormat.writeHeader(into: &file, at: 0, codec: codec, rawLength: raw, sealed: false)
             file.withUnsafeBytes { bytes in
-                _ = LooseBlobFormat.decode(file: bytes, expecting: nil)
+                _ = LooseBlobFormat.decode(file: bytes, expecting: nil, cipher: nil)
                 _ = LooseBlobFormat.decode(file: bytes, expecting: BlobInfo(id: BlobID(hashing: []), codec: codec, rawLength: raw,
-                                                                          payloadLength: payload.count, place: .loose))
+                                                                          payloadLength: payload.count, place: .loose),
+                                           cipher: nil)
             }
         }
     }

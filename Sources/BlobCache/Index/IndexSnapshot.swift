@@ -117,7 +117,11 @@ enum IndexSnapshot {
     /// count in it): a file that claims more (a sparse one) is never mapped and prefaulted.
     /// `nil` when there is no snapshot; `.failure` says why it cannot be used (`.sizeMismatch`:
     /// it reflects more journal than there is).
-    static func map(_ path: FilePath, io: FileIO, journalSize: Int64) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
+    /// With `cipher`, the file is a sealed image (`seal(_:cipher:)`): read, opened and
+    /// copied into anonymous memory, then used the same way.
+    static func map(_ path: FilePath, io: FileIO, journalSize: Int64,
+                    cipher: CacheCipher?) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
+        if let cipher { return try mapSealed(path, io: io, journalSize: journalSize, cipher: cipher) }
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
         let size = Int(try io.fileSize(fd, path: path))
@@ -132,6 +136,52 @@ enum IndexSnapshot {
                 return .failure(.truncated("snapshot is empty"))
             }
             return .success((file, header))
+        }
+    }
+
+    // MARK: Sealed (encryption)
+
+    /// The magic of a sealed snapshot: `BCIS`, a 4-byte version (1), then the image sealed
+    /// as `nonce ‖ ciphertext ‖ tag` (docs/FORMAT.md, "Encryption").
+    static let sealedMagic: [UInt8] = Array("BCIS".utf8)
+    static let sealedHeaderSize = 8
+
+    /// The file an encrypted cache writes for `image`.
+    static func seal(_ image: [UInt8], cipher: CacheCipher) -> [UInt8] {
+        var writer = BinaryWriter(capacity: sealedHeaderSize + image.count + CacheCipher.overhead)
+        writer.append(bytes: sealedMagic)
+        writer.append(UInt32(1))
+        writer.append(bytes: image.withUnsafeBytes { cipher.seal($0, context: .snapshot) })
+        return writer.bytes
+    }
+
+    /// Reads a sealed snapshot, opens it and checks its header as `map` does. A file larger
+    /// than any image the journal could account for (64 bytes of image per journal byte: every
+    /// record takes at least 37 bytes sealed, and an entry, its blob, key and table slots
+    /// take at most 144 plus the key) is never read.
+    private static func mapSealed(_ path: FilePath, io: FileIO, journalSize: Int64,
+                                  cipher: CacheCipher) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
+        let limit = journalSize * 64 + Int64(6 * page + sealedHeaderSize + CacheCipher.overhead)
+        guard let fd = try io.openIfExists(path) else { return nil }
+        defer { io.close(fd) }
+        let size = try io.fileSize(fd, path: path)
+        guard size <= limit else { return .failure(.sizeMismatch("sealed snapshot larger than its journal allows")) }
+        let bytes = try io.read(fd, count: Int(size), at: 0, path: path)
+        guard bytes.count >= sealedHeaderSize, bytes[0..<4].elementsEqual(sealedMagic),
+              bytes[4..<8].elementsEqual([1, 0, 0, 0]) else { return .failure(.header("not a sealed snapshot")) }
+        guard let image = bytes.withUnsafeBytes({ cipher.open(UnsafeRawBufferPointer(rebasing: $0[sealedHeaderSize...]), context: .snapshot) }) else {
+            return .failure(.sealing("snapshot does not open (AES-GCM tag)"))
+        }
+        return image.withUnsafeBytes { image in
+            switch parseHeader(image) {
+            case .failure(let damage): return .failure(damage)
+            case .success(let header):
+                guard header.journalLength <= journalSize else {
+                    return .failure(.sizeMismatch("reflects \(header.journalLength) bytes of journal, which has \(journalSize)"))
+                }
+                guard let file = MappedFile(copying: image, io: io) else { return .failure(.truncated("snapshot is empty")) }
+                return .success((file, header))
+            }
         }
     }
 

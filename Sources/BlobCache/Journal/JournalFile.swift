@@ -12,6 +12,9 @@ final class JournalFile: @unchecked Sendable {
     var descriptor: FileDescriptor { file.descriptor }
     private(set) var header: JournalFormat.Header
     private var seed: UInt32
+    /// Seals the records of an encrypted journal; `nil` for a plain one. Changes only when a
+    /// replacement sealed under another key is installed (rekeying).
+    private(set) var cipher: CacheCipher?
     private var pending = BinaryWriter(capacity: 4096)
     /// Bytes in the file, flushed records included.
     private(set) var size: Int64
@@ -27,13 +30,14 @@ final class JournalFile: @unchecked Sendable {
     private(set) var unsynced = false
 
     convenience init(path: FilePath, io: FileIO, descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64,
-                     recordCount: Int, synchronous: Bool) {
+                     recordCount: Int, synchronous: Bool, cipher: CacheCipher?) {
         self.init(path: path, io: io, file: OpenFile(descriptor: descriptor, path: path, io: io), header: header,
-                  size: size, recordCount: recordCount, synchronous: synchronous)
+                  size: size, recordCount: recordCount, synchronous: synchronous, cipher: cipher)
     }
 
     private init(path: FilePath, io: FileIO, file: OpenFile, header: JournalFormat.Header, size: Int64,
-                 recordCount: Int, synchronous: Bool) {
+                 recordCount: Int, synchronous: Bool, cipher: CacheCipher?) {
+        self.cipher = cipher
         self.path = path
         self.io = io
         self.file = file
@@ -45,10 +49,10 @@ final class JournalFile: @unchecked Sendable {
     }
 
     /// Creates a new, empty journal at `path`.
-    static func fresh(at path: FilePath, io: FileIO, created: Int64, synchronous: Bool) throws -> JournalFile {
-        let replacement = try prepareReplacement(of: path, records: [], created: created, io: io)
+    static func fresh(at path: FilePath, io: FileIO, created: Int64, synchronous: Bool, cipher: CacheCipher?) throws -> JournalFile {
+        let replacement = try prepareReplacement(of: path, records: [], created: created, io: io, cipher: cipher)
         let journal = JournalFile(path: path, io: io, file: replacement.file, header: replacement.header,
-                                  size: replacement.size, recordCount: 0, synchronous: synchronous)
+                                  size: replacement.size, recordCount: 0, synchronous: synchronous, cipher: cipher)
         try io.rename(replacement.temporary, to: path)
         try io.syncDirectory(path.removingLastComponent())
         return journal
@@ -66,7 +70,7 @@ final class JournalFile: @unchecked Sendable {
 
     /// Frames `record` into the pending buffer.
     func append(_ record: JournalRecord) {
-        JournalFormat.frame(record, seed: seed, into: &pending)
+        JournalFormat.frame(record, seed: seed, cipher: cipher, into: &pending)
         recordCount += 1
         switch record {
         case .access, .relocate: break
@@ -78,7 +82,7 @@ final class JournalFile: @unchecked Sendable {
     /// `append(.remove(key:reason:))`, without making a `String` (evictions run on every set
     /// at the cap).
     func appendRemove(keyBytes: UnsafeRawBufferPointer, reason: RemovalReason) {
-        JournalFormat.frame(kind: .remove, seed: seed, into: &pending) {
+        JournalFormat.frame(kind: .remove, seed: seed, cipher: cipher, into: &pending) {
             JournalRecord.encodeRemove(keyBytes: keyBytes, reason: reason, into: &$0)
         }
         recordCount += 1
@@ -148,18 +152,23 @@ final class JournalFile: @unchecked Sendable {
         let header: JournalFormat.Header
         let size: Int64
         let recordCount: Int
+        /// What its records are sealed under (another key than the journal's when rekeying).
+        let cipher: CacheCipher?
     }
 
     /// Writes `records` as a complete new journal to `journal.tmp` and fsyncs it. Touches
     /// nothing the open journal uses, so it runs outside the cache's lock (one at a time).
     ///
-    ///     let replacement = try JournalFile.prepareReplacement(of: path, records: records, created: now, io: io)
-    static func prepareReplacement(of path: FilePath, records: [JournalRecord], created: Int64, io: FileIO) throws -> Replacement {
-        let header = JournalFormat.Header(salt: UInt64.random(in: 1...UInt64.max), created: created)
+    /// Sealed under `cipher` when given.
+    ///
+    ///     let replacement = try JournalFile.prepareReplacement(of: path, records: records, created: now, io: io, cipher: nil)
+    static func prepareReplacement(of path: FilePath, records: [JournalRecord], created: Int64, io: FileIO,
+                                   cipher: CacheCipher?) throws -> Replacement {
+        let header = JournalFormat.header(salt: UInt64.random(in: 1...UInt64.max), created: created, cipher: cipher)
         var writer = BinaryWriter(capacity: 64 + records.count * 96)
         writer.append(bytes: JournalFormat.encodeHeader(header))
         let seed = JournalFormat.seed(salt: header.salt)
-        for record in records { JournalFormat.frame(record, seed: seed, into: &writer) }
+        for record in records { JournalFormat.frame(record, seed: seed, cipher: cipher, into: &writer) }
         let temporary = CacheFiles.temporary(for: path)
         _ = try io.remove(temporary)
         let file = OpenFile(descriptor: try io.open(temporary, .readWrite, options: [.create, .exclusiveCreate, .noFollow],
@@ -173,7 +182,7 @@ final class JournalFile: @unchecked Sendable {
             throw error
         }
         return Replacement(file: file, temporary: temporary, header: header, size: Int64(writer.bytes.count),
-                           recordCount: records.count)
+                           recordCount: records.count, cipher: cipher)
     }
 
     /// Puts `replacement` in the journal's place: the records written since byte `mark` (when
@@ -194,8 +203,8 @@ final class JournalFile: @unchecked Sendable {
                 var reframed = BinaryWriter(capacity: tail.count)
                 let newSeed = JournalFormat.seed(salt: replacement.header.salt)
                 let walk = tail.withUnsafeBytes {
-                    JournalReader.walk(records: $0, at: Int(mark), salt: header.salt) { record, _ in
-                        JournalFormat.frame(record, seed: newSeed, into: &reframed)
+                    JournalReader.walk(records: $0, at: Int(mark), salt: header.salt, cipher: cipher) { record, _ in
+                        JournalFormat.frame(record, seed: newSeed, cipher: replacement.cipher, into: &reframed)
                         return true
                     }
                 }
@@ -216,6 +225,7 @@ final class JournalFile: @unchecked Sendable {
         file = replacement.file
         unsynced = !synchronous
         header = replacement.header
+        cipher = replacement.cipher
         seed = JournalFormat.seed(salt: header.salt)
         size = newSize
         recordCount = newCount

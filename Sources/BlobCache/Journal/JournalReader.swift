@@ -29,17 +29,19 @@ struct JournalReader {
 
     /// Replays every good record of `image` (header included) through `apply`, in order; a
     /// record `apply` refuses (returns `false`) is corruption. Returns how the walk ended and
-    /// how many records were good.
-    static func walk(_ image: UnsafeRawBufferPointer, salt: UInt64,
+    /// how many records were good. `cipher` opens the payloads of an encrypted journal.
+    static func walk(_ image: UnsafeRawBufferPointer, salt: UInt64, cipher: CacheCipher?, framesOnly: Bool = false,
                      _ apply: (JournalRecord, _ offset: Int) -> Bool) -> (end: End, records: Int) {
         walk(records: UnsafeRawBufferPointer(rebasing: image[JournalFormat.headerSize...]), at: JournalFormat.headerSize,
-             salt: salt, apply)
+             salt: salt, cipher: cipher, framesOnly: framesOnly, apply)
     }
 
     /// Replays the records in `records`, which are the journal's bytes from file offset `start`
     /// (a record boundary) to its end. Offsets in the result and in `apply` are file offsets.
-    static func walk(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
-                     _ apply: (JournalRecord, _ offset: Int) -> Bool) -> (end: End, records: Int) {
+    /// `framesOnly`: lengths and CRCs are checked, nothing is decoded or applied (an
+    /// encrypted journal checked without its key).
+    static func walk(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, cipher: CacheCipher?,
+                     framesOnly: Bool = false, _ apply: (JournalRecord, _ offset: Int) -> Bool) -> (end: End, records: Int) {
         let seed = JournalFormat.seed(salt: salt)
         var offset = 0
         var count = 0
@@ -57,7 +59,19 @@ struct JournalReader {
             guard CRC32.update(seed, body) == crc else {
                 return (.corrupt(offset: start + offset, reason: "record CRC mismatch"), count)
             }
-            guard let record = JournalRecord.decode(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...])) else {
+            if framesOnly {
+                count += 1
+                offset = end
+                continue
+            }
+            let payload = UnsafeRawBufferPointer(rebasing: body[1...])
+            let plain = cipher.map { $0.open(payload, context: .record(kind: body[0])) }
+            if plain == .some(nil) {
+                return (.corrupt(offset: start + offset, reason: "record does not open (AES-GCM tag)"), count)
+            }
+            let decoded = plain.map { opened in opened!.withUnsafeBytes { JournalRecord.decode(kind: body[0], payload: $0) } }
+                ?? JournalRecord.decode(kind: body[0], payload: payload)
+            guard let record = decoded else {
                 return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) does not parse"), count)
             }
             guard apply(record, start + offset) else {

@@ -86,7 +86,7 @@ final class RemoteTier: Sendable {
         let decoded: [UInt8]? = image.withUnsafeBytes { bytes in
             guard case .success(let header) = LooseBlobFormat.parseHeader(bytes),
                   header.rawLength <= min(maxValueBytes ?? Self.largestValue, Self.largestValue),
-                  case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil) else { return nil }
+                  case .success(let value) = LooseBlobFormat.decode(file: bytes, expecting: nil, cipher: nil) else { return nil }
             return value
         }
         guard let decoded, BlobID(hashing: decoded) == id else {
@@ -107,7 +107,7 @@ final class RemoteTier: Sendable {
             if value.count > Self.existenceCheckThreshold, try store.exists(.blob(id)) {
             } else {
                 let image = value.withUnsafeBytes {
-                    PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0).withImage { Array($0) }
+                    PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0, cipher: nil).withImage { Array($0) }
                 }
                 try store.put(.blob(id), bytes: image, expiresAt: nil)
                 note(written: image.count)

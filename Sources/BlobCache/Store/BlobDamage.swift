@@ -7,11 +7,14 @@ enum BlobDamage: Error, Equatable, Sendable {
     case decompression(String)
     case digest(String)
     case missing(String)
+    /// A sealed payload did not open: damaged, sealed under another key, or sealed where the
+    /// cache has no key (and the reverse: a plain payload in an encrypted cache).
+    case sealing(String)
 
     var detail: String {
         switch self {
         case .truncated(let s), .header(let s), .sizeMismatch(let s), .checksum(let s),
-             .decompression(let s), .digest(let s), .missing(let s): s
+             .decompression(let s), .digest(let s), .missing(let s), .sealing(let s): s
         }
     }
 
@@ -25,6 +28,7 @@ enum BlobDamage: Error, Equatable, Sendable {
         case .decompression: "decompression"
         case .digest: "digest"
         case .missing: "missing"
+        case .sealing: "sealing"
         }
     }
 }

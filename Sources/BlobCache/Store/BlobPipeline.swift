@@ -14,18 +14,23 @@ struct BlobPipeline: Sendable {
     /// Blobs whose stored size is below this go into packs; 0 packs nothing.
     let packThreshold: Int
     let durability: Durability
+    /// Seals new blobs and opens stored ones; `nil` in a cache without encryption.
+    let cipher: CacheCipher?
+
+    /// How blob ids are computed: MD5, or keyed under encryption.
+    var hasher: BlobHasher { BlobHasher(cipher) }
 
     /// Whether every write is fsynced before the operation returns.
     var synchronous: Bool { durability == .powerLossSafe }
 
     /// Hashes and encodes `value`; a large one is hashed on one core while the others compress.
     func prepare(_ value: UnsafeRawBufferPointer) -> PreparedBlob {
-        PreparedBlob.hashingAndEncoding(value, codec: codec, packThreshold: packThreshold)
+        PreparedBlob.hashingAndEncoding(value, codec: codec, packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Encodes `value`, whose id is already known.
     func prepare(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec? = nil) -> PreparedBlob {
-        PreparedBlob.encoding(value, id: id, codec: codec ?? self.codec, packThreshold: packThreshold)
+        PreparedBlob.encoding(value, id: id, codec: codec ?? self.codec, packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Writes a loose blob under a temporary name in its shard directory (fsynced when
@@ -95,14 +100,14 @@ struct BlobPipeline: Sendable {
                 return .failure(.sizeMismatch("file is larger than a blob of \(info.rawLength) bytes can be"))
             }
             // A large value stored raw goes straight into the value, checked as it arrives.
-            if size >= Int64(LooseBlobFormat.headerSize + Parallel.threshold),
+            if cipher == nil, size >= Int64(LooseBlobFormat.headerSize + Parallel.threshold),
                let checked = try LooseBlobFormat.readRaw(fd, fileSize: size, expecting: info, io: io, path: path) {
                 return checked
             }
             let file = try io.read(fd, count: Int(size), at: 0, path: path)
-            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info) }
+            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: cipher) }
         case .packed(let segment, let offset, let writtenEnd):
-            return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd)
+            return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd, cipher: cipher)
         }
     }
 }

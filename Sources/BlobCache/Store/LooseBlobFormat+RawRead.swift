@@ -11,7 +11,7 @@ extension LooseBlobFormat {
     static func readRaw(_ fd: FileDescriptor, fileSize: Int64, expecting info: BlobInfo,
                         io: FileIO, path: FilePath) throws -> Result<[UInt8], BlobDamage>? {
         let head = try io.read(fd, count: headerSize, at: 0, path: path)
-        guard case .success(let header) = head.withUnsafeBytes(parseHeader), header.codec == .none,
+        guard case .success(let header) = head.withUnsafeBytes(parseHeader), header.codec == .none, !header.sealed,
               case .xxh64(let expected) = header.checksum, header.rawLength == info.rawLength,
               header.payloadLength == header.rawLength, Int64(headerSize + header.payloadLength) == fileSize
         else { return nil }

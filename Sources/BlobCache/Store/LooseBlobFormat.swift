@@ -8,13 +8,15 @@ enum LooseBlobFormat {
     static let checkedHeaderSize = 24
 
     /// Fills the header in `buffer[offset..<offset+32]` for the payload that follows it.
-    static func writeHeader(into buffer: inout [UInt8], at offset: Int, codec: CodecTag, rawLength: Int) {
+    /// `sealed`: the payload is AES-GCM sealed (flag bit 0 of byte 6).
+    static func writeHeader(into buffer: inout [UInt8], at offset: Int, codec: CodecTag, rawLength: Int, sealed: Bool) {
         let payloadLength = buffer.count - offset - headerSize
         var header = BinaryWriter(capacity: headerSize)
         header.append(magic)
         header.append(version)
         header.append(codec.rawValue)
-        header.append(UInt16(0))
+        header.append(sealed ? sealedFlag : 0)
+        header.append(UInt8(0))
         header.append(UInt64(rawLength))
         header.append(UInt64(payloadLength))
         buffer.replaceSubrange(offset..<offset + checkedHeaderSize, with: header.bytes)
@@ -24,6 +26,9 @@ enum LooseBlobFormat {
         }
         withUnsafeBytes(of: digest.littleEndian) { buffer.replaceSubrange(offset + checkedHeaderSize..<offset + headerSize, with: $0) }
     }
+
+    /// Bit 0 of byte 6: the payload is sealed (encryption); the other bits are 0.
+    static let sealedFlag: UInt8 = 1
 
     /// The checksum a header carries, by the version that wrote it.
     enum Checksum: Equatable, Sendable {
@@ -39,6 +44,8 @@ enum LooseBlobFormat {
         let rawLength: Int
         let payloadLength: Int
         let checksum: Checksum
+        /// The payload is AES-GCM sealed.
+        let sealed: Bool
     }
 
     /// Parses and sanity-checks a header; the failure says what is wrong.
@@ -49,7 +56,9 @@ enum LooseBlobFormat {
         let version = reader.readUInt8()!
         guard version == 1 || version == 2 else { return .failure(.header("unknown format version \(version)")) }
         guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
-        _ = reader.readUInt16()
+        let flags = reader.readUInt8()!
+        _ = reader.readUInt8()
+        guard flags & ~sealedFlag == 0 else { return .failure(.header("unknown flags \(flags)")) }
         let raw = reader.readUInt64()!, stored = reader.readUInt64()!
         let checksum: Checksum
         if version == 1 {
@@ -61,18 +70,21 @@ enum LooseBlobFormat {
         guard raw <= UInt64(BlobInfo.maxLength), stored <= UInt64(BlobInfo.maxLength) else {
             return .failure(.header("impossible length"))
         }
-        return .success(Header(codec: codec, rawLength: Int(raw), payloadLength: Int(stored), checksum: checksum))
+        return .success(Header(codec: codec, rawLength: Int(raw), payloadLength: Int(stored), checksum: checksum,
+                              sealed: flags & sealedFlag != 0))
     }
 
     /// The largest file that can hold `info`'s blob: its payload may have been re-encoded since
     /// the index heard of it (recompression), but a payload is never longer than its value
-    /// (one that does not compress is stored raw).
+    /// (one that does not compress is stored raw), plus a seal's nonce and tag.
     static func largestFile(holding info: BlobInfo) -> Int64 {
-        Int64(headerSize) + Int64(max(info.payloadLength, info.rawLength))
+        Int64(headerSize) + Int64(max(info.payloadLength, info.rawLength + CacheCipher.overhead))
     }
 
-    /// Checks a whole loose blob file and decodes it; `.failure` names the damage.
-    static func decode(file bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?) -> Result<[UInt8], BlobDamage> {
+    /// Checks a whole loose blob file and decodes it (opening its seal under `cipher`, bound
+    /// to `id`, by default `info`'s); `.failure` names the damage.
+    static func decode(file bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?, id: BlobID? = nil,
+                       cipher: CacheCipher?) -> Result<[UInt8], BlobDamage> {
         let header: Header
         switch parseHeader(bytes) {
         case .failure(let damage): return .failure(damage)
@@ -87,33 +99,32 @@ enum LooseBlobFormat {
             return .failure(.sizeMismatch("header says \(header.rawLength) bytes of value, index says \(info.rawLength)"))
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
-        let value: [UInt8]?
+        let id = id ?? info?.id
+        func decoded(first: (() -> Void)? = nil) -> Result<[UInt8], BlobDamage> {
+            SealedPayload.decode(payload, sealed: header.sealed, cipher: cipher, id: id, codec: header.codec,
+                                 rawLength: header.rawLength, first: first)
+        }
         switch header.checksum {
         case .crc32(let expected):
             guard CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload) == expected else {
                 return .failure(.checksum("CRC mismatch"))
             }
-            value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength)
+            return decoded()
         case .xxh64(let expected):
             // With an index record vouching for the value's length, the payload is hashed while
             // it is decoded (a large one on every core); the bytes are returned only if the hash
             // matches (decoding damaged input is memory-safe, and its result is then dropped).
             // Without one (fsck, adoption), the header's lengths are trusted only once the hash
             // matches, so a flipped bit cannot make the decoder allocate what it claims.
-            var digest: UInt64 = 0
             let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
             if info == nil {
                 guard XXHash64.hash(payload, after: head) == expected else { return .failure(.checksum("XXH64 mismatch")) }
-                value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength)
-            } else {
-                value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength,
-                                           first: { digest = XXHash64.hash(payload, after: head) })
-                guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
+                return decoded()
             }
+            var digest: UInt64 = 0
+            let result = decoded(first: { digest = XXHash64.hash(payload, after: head) })
+            guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
+            return result
         }
-        guard let value else {
-            return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
-        }
-        return .success(value)
     }
 }

@@ -80,14 +80,15 @@ enum PackFormat {
     private static let checkedHeaderSize = 36
 
     /// Fills the record header in `buffer[0..<40]` for the payload that follows it.
-    static func writeRecordHeader(into buffer: inout [UInt8], id: BlobID, codec: CodecTag, rawLength: Int) {
+    /// `sealed`: the payload is AES-GCM sealed (flag bit 0 of byte 22).
+    static func writeRecordHeader(into buffer: inout [UInt8], id: BlobID, codec: CodecTag, rawLength: Int, sealed: Bool) {
         let payloadLength = buffer.count - recordHeaderSize
         var header = BinaryWriter(capacity: recordHeaderSize)
         header.append(recordMagic)
         header.append(digestOf: id)
         header.append(codec.rawValue)
         header.append(RecordChecksum.xxh64.rawValue)
-        header.append(bytes: [0, 0])
+        header.append(bytes: [sealed ? LooseBlobFormat.sealedFlag : 0, 0])
         header.append(UInt64(rawLength))
         header.append(UInt32(payloadLength))
         buffer.replaceSubrange(0..<checkedHeaderSize, with: header.bytes)
@@ -106,6 +107,8 @@ enum PackFormat {
         let payloadLength: Int
         let checksumKind: RecordChecksum
         let checksum: UInt32
+        /// The payload is AES-GCM sealed.
+        let sealed: Bool
     }
 
     static func parseRecordHeader(_ bytes: UnsafeRawBufferPointer) -> Result<RecordHeader, BlobDamage> {
@@ -115,17 +118,22 @@ enum PackFormat {
         let id = reader.readBlobID()!
         guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
         guard let kind = RecordChecksum(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown checksum kind")) }
-        _ = reader.readBytes(2)
+        let flags = reader.readUInt8()!
+        _ = reader.readUInt8()
+        guard flags & ~LooseBlobFormat.sealedFlag == 0 else { return .failure(.header("unknown flags \(flags)")) }
         let raw = reader.readUInt64()!
         let stored = reader.readUInt32()!
         let checksum = reader.readUInt32()!
         guard raw <= UInt64(BlobInfo.maxLength) else { return .failure(.header("impossible length")) }
         return .success(RecordHeader(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored),
-                                     checksumKind: kind, checksum: checksum))
+                                     checksumKind: kind, checksum: checksum,
+                                     sealed: flags & LooseBlobFormat.sealedFlag != 0))
     }
 
-    /// Checks one record (header + payload, as read at its offset) and decodes it.
-    static func decode(record bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?) -> Result<[UInt8], BlobDamage> {
+    /// Checks one record (header + payload, as read at its offset) and decodes it, opening its
+    /// seal under `cipher`.
+    static func decode(record bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?,
+                       cipher: CacheCipher?) -> Result<[UInt8], BlobDamage> {
         let header: RecordHeader
         switch parseRecordHeader(bytes) {
         case .failure(let damage): return .failure(damage)
@@ -145,9 +153,7 @@ enum PackFormat {
         guard header.checksumKind.value(head: head, payload: payload) == header.checksum else {
             return .failure(.checksum(header.checksumKind == .crc32 ? "CRC mismatch" : "XXH64 mismatch"))
         }
-        guard let value = Compression.decode(payload, tag: header.codec, rawCount: header.rawLength) else {
-            return .failure(.decompression("\(header.codec.name) payload does not decode to \(header.rawLength) bytes"))
-        }
-        return .success(value)
+        return SealedPayload.decode(payload, sealed: header.sealed, cipher: cipher, id: header.id, codec: header.codec,
+                                    rawLength: header.rawLength)
     }
 }

@@ -30,17 +30,22 @@ struct PreparedBlob: Sendable {
     /// Encodes `value` (whose id is `id`) and builds its image: packed when the stored size is
     /// below `packThreshold`.
     ///
-    ///     let blob = PreparedBlob.encoding(bytes, id: BlobID(hashing: bytes), codec: .lz4, packThreshold: 65536)
-    static func encoding(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec, packThreshold: Int) -> PreparedBlob {
-        framing(encode(value, codec: codec), id: id, rawLength: value.count, packThreshold: packThreshold)
+    /// With `cipher`, the payload is sealed after compression.
+    ///
+    ///     let blob = PreparedBlob.encoding(bytes, id: BlobID(hashing: bytes), codec: .lz4, packThreshold: 65536, cipher: nil)
+    static func encoding(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec, packThreshold: Int,
+                         cipher: CacheCipher?) -> PreparedBlob {
+        framing(encode(value, codec: codec), id: id, rawLength: value.count, packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Hashes and encodes `value`: a large one is hashed on one core while the others compress
     /// it (the hashing core joins in after).
-    static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int) -> PreparedBlob {
+    static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int,
+                                   cipher: CacheCipher?) -> PreparedBlob {
         var id: BlobID?
-        let encoded = encode(value, codec: codec, first: { id = BlobID(hashing: value) })
-        return framing(encoded, id: id!, rawLength: value.count, packThreshold: packThreshold)
+        let hasher = BlobHasher(cipher)
+        let encoded = encode(value, codec: codec, first: { id = hasher.id(of: value) })
+        return framing(encoded, id: id!, rawLength: value.count, packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Compresses `value` with room for either header in front; `first` runs alongside.
@@ -49,19 +54,31 @@ struct PreparedBlob: Sendable {
     }
 
     /// Places an encoded blob by its stored size and writes the matching header.
-    private static func framing(_ encoded: Compression.Encoded, id: BlobID, rawLength: Int, packThreshold: Int) -> PreparedBlob {
-        let packed = encoded.payloadCount + PackFormat.recordHeaderSize < packThreshold
-            && encoded.payloadCount <= Int(UInt32.max)
+    /// With `cipher`, the payload is sealed first (bound to the id, codec and value length).
+    private static func framing(_ encoded: Compression.Encoded, id: BlobID, rawLength: Int, packThreshold: Int,
+                                cipher: CacheCipher?) -> PreparedBlob {
         var buffer = encoded.buffer
+        var payloadCount = encoded.payloadCount
+        if let cipher {
+            let headroom = PackFormat.recordHeaderSize
+            let sealed = buffer.withUnsafeBytes {
+                cipher.seal(UnsafeRawBufferPointer(rebasing: $0[headroom...]),
+                            context: .blob(id: id, codec: encoded.tag, rawLength: rawLength))
+            }
+            buffer = [UInt8](repeating: 0, count: headroom) + sealed
+            payloadCount = sealed.count
+        }
+        let packed = payloadCount + PackFormat.recordHeaderSize < packThreshold && payloadCount <= Int(UInt32.max)
         let imageStart: Int
         if packed {
             imageStart = 0
-            PackFormat.writeRecordHeader(into: &buffer, id: id, codec: encoded.tag, rawLength: rawLength)
+            PackFormat.writeRecordHeader(into: &buffer, id: id, codec: encoded.tag, rawLength: rawLength, sealed: cipher != nil)
         } else {
             imageStart = PackFormat.recordHeaderSize - LooseBlobFormat.headerSize
-            LooseBlobFormat.writeHeader(into: &buffer, at: imageStart, codec: encoded.tag, rawLength: rawLength)
+            LooseBlobFormat.writeHeader(into: &buffer, at: imageStart, codec: encoded.tag, rawLength: rawLength,
+                                        sealed: cipher != nil)
         }
-        return PreparedBlob(id: id, rawLength: rawLength, codec: encoded.tag, payloadLength: encoded.payloadCount,
+        return PreparedBlob(id: id, rawLength: rawLength, codec: encoded.tag, payloadLength: payloadCount,
                             buffer: buffer, imageStart: imageStart, packed: packed)
     }
 }

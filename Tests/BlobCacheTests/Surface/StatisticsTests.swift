@@ -56,7 +56,7 @@ struct StatisticsTests {
         #expect(stats.expirations == 0)
         let footprints = try written.map { id -> Int in
             let value = try #require((0..<5).lazy.map { Samples.random(1000 + 10 * $0, seed: UInt64($0)) }.first { BlobID(hashing: $0) == id })
-            return value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 64 * 1024).imageCount }
+            return value.withUnsafeBytes { PreparedBlob.encoding($0, id: id, codec: .lz4, packThreshold: 64 * 1024, cipher: nil).imageCount }
         }
         #expect(stats.bytesWritten == footprints.reduce(0, +), "each distinct value written once")
         #expect(stats.hitRatio == Double(hits) / Double(hits + misses))

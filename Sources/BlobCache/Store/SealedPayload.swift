@@ -1,0 +1,34 @@
+/// The step between a blob's checked payload and its codec: opening the AES-GCM seal of an
+/// encrypted cache's blob (docs/FORMAT.md, "Encryption"). A cache is encrypted or not as a
+/// whole, so a sealed payload without a key and a plain one with a key are both damage.
+enum SealedPayload {
+    /// Decodes `payload` to exactly `rawLength` bytes, opening it first when `sealed` (under
+    /// `cipher`, bound to `id`, `codec` and `rawLength`); `first` runs alongside plain decoding.
+    static func decode(_ payload: UnsafeRawBufferPointer, sealed: Bool, cipher: CacheCipher?, id: BlobID?,
+                       codec: CodecTag, rawLength: Int, first: (() -> Void)? = nil) -> Result<[UInt8], BlobDamage> {
+        let value: [UInt8]?
+        switch (sealed, cipher) {
+        case (false, nil):
+            value = Compression.decode(payload, tag: codec, rawCount: rawLength, first: first)
+        case (true, let cipher?):
+            first?()
+            guard let id else { return .failure(.sealing("sealed blob read without its id")) }
+            guard let plain = cipher.open(payload, context: .blob(id: id, codec: codec, rawLength: rawLength)) else {
+                return .failure(.sealing("AES-GCM tag does not verify (damaged, or sealed under another key)"))
+            }
+            // Stored raw: the plaintext is the value (no second copy).
+            value = codec == .none ? (plain.count == rawLength ? plain : nil)
+                : plain.withUnsafeBytes { Compression.decode($0, tag: codec, rawCount: rawLength) }
+        case (true, nil):
+            first?()
+            return .failure(.sealing("blob is encrypted and no key was given"))
+        case (false, _?):
+            first?()
+            return .failure(.sealing("blob is not encrypted in an encrypted cache"))
+        }
+        guard let value else {
+            return .failure(.decompression("\(codec.name) payload does not decode to \(rawLength) bytes"))
+        }
+        return .success(value)
+    }
+}

@@ -1,0 +1,248 @@
+import Crypto
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// The key the encryption tests (and the model test's encrypted run) use.
+let testKey = SymmetricKey(data: [UInt8](repeating: 0x42, count: 32))
+private let otherKey = SymmetricKey(data: (0..<32).map { UInt8($0) })
+
+/// Encryption at rest (docs/SECURITY.md, "Encryption at rest"): nothing readable on disk,
+/// every sealed byte checked, keys that do not fit refused without a change.
+@Suite("Encryption at rest")
+struct EncryptionTests {
+    private func encrypted(_ key: SymmetricKey = testKey, _ change: (inout BlobCache.Configuration) -> Void = { _ in })
+        -> BlobCache.Configuration {
+        .testing {
+            $0.encryption = .aesGCM(key: key)
+            $0.snapshotThreshold = 0   // a snapshot at every close
+            change(&$0)
+        }
+    }
+
+    /// Values of every kind: 16 bytes exactly, small (packed), compressible and not, large (loose).
+    private let values: [[UInt8]] = [
+        Array("sixteen-byte-val".utf8), Array("a small distinctive value: token=3f9a77".utf8),
+        Samples.compressible(5_000, seed: 3), Samples.random(40_000, seed: 4),
+        Samples.compressible(700_000, seed: 5), Samples.random(300_000, seed: 6),
+    ]
+
+    private func key(_ n: Int) -> String { "distinctive-key-\(n)-Ωmega" }
+
+    /// Fills a cache with `values` under `key(n)`, plus a namespace's entry, a content-addressed
+    /// value, an overwrite, an access and a remove (so the journal holds every record type).
+    private func fill(_ cache: BlobCache) throws {
+        for (n, value) in values.enumerated() { try cache.set(value, forKey: key(n)) }
+        try cache.namespace("tenant-secret-ns").set(values[1], forKey: "ns-key-distinctive")
+        try cache.store(Array("content addressed distinctive bytes".utf8))
+        try cache.set(values[2], forKey: key(0))
+        try cache.set(values[0], forKey: "overwritten-then-removed")
+        _ = try cache.bytes(forKey: key(3))
+        try cache.removeValue(forKey: "overwritten-then-removed")
+    }
+
+    @Test("no value of 16 bytes or more, no key and no MD5 of a value appears in any file or name")
+    func nothingInPlainText() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        try fill(cache)
+        try cache.close()
+        let files = regularFiles(under: dir.path)
+        #expect(files.keys.contains("index") && files.keys.contains("journal") && files.keys.contains { $0.hasPrefix("objects/") }
+                && files.keys.contains { $0.hasPrefix("packs/") })
+        let secrets = values + [Array("content addressed distinctive bytes".utf8)]
+        let names = (0..<values.count).map(key) + ["tenant-secret-ns", "ns-key-distinctive", "overwritten-then-removed"]
+        for (path, bytes) in files {
+            let haystack = Data(bytes)
+            for value in secrets {
+                // Every 16-byte window, at a stride that covers a short value whole.
+                for start in stride(from: 0, through: value.count - 16, by: max(8, value.count / 256)) {
+                    #expect(haystack.range(of: Data(value[start..<start + 16])) == nil, "\(path) holds bytes of a value")
+                }
+                let md5 = BlobID(hashing: value)
+                #expect(haystack.range(of: Data(md5.digestBytes)) == nil && !path.contains(md5.hex), "\(path): the MD5 of a value")
+            }
+            for name in names {
+                #expect(haystack.range(of: Data(name.utf8)) == nil, "\(path) holds the key \(name)")
+            }
+        }
+        // And everything reads back, from the sealed snapshot.
+        let reopened = try BlobCache(directory: dir.path, configuration: encrypted())
+        #expect(reopened.openReport.restoredFromSnapshot)
+        for (n, value) in values.enumerated() where n != 0 { #expect(try reopened.bytes(forKey: key(n)) == value) }
+        #expect(try reopened.bytes(forKey: key(0)) == values[2])
+        #expect(try reopened.namespace("tenant-secret-ns").bytes(forKey: "ns-key-distinctive") == values[1])
+        #expect(try reopened.bytes(forKey: "overwritten-then-removed") == nil)
+        #expect(try BlobCache.check(directory: dir.path, options: checkOptions(testKey)).findings.isEmpty)
+    }
+
+    @Test("ids are keyed: not the MD5, the same under one key, different under another; dedup still works")
+    func keyedIDs() throws {
+        let one = TemporaryDirectory(), two = TemporaryDirectory(), three = TemporaryDirectory()
+        let value = values[1]
+        let a = try BlobCache(directory: one.path, configuration: encrypted())
+        let b = try BlobCache(directory: two.path, configuration: encrypted())
+        let c = try BlobCache(directory: three.path, configuration: encrypted(otherKey))
+        let id = try a.set(value, forKey: "x")
+        #expect(id != BlobID(hashing: value))
+        #expect(try b.set(value, forKey: "y") == id)
+        #expect(try c.set(value, forKey: "y") != id)
+        #expect(try a.set(value, forKey: "x2") == id)
+        #expect(try a.totals().blobs == 1)
+        #expect(try a.bytes(for: id) == value)
+        for cache in [a, b, c] { try cache.close() }
+    }
+
+    @Test("no key, the wrong key, a key for a plain cache: a clear error, and not one byte on disk changes")
+    func wrongKeysChangeNothing() throws {
+        let dir = TemporaryDirectory(), plain = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        try fill(cache)
+        try cache.close()
+        let plainCache = try BlobCache(directory: plain.path, configuration: .testing())
+        try plainCache.set(values[1], forKey: "k")
+        try plainCache.close()
+        let before = regularFiles(under: dir.path), plainBefore = regularFiles(under: plain.path)
+
+        #expect(throws: BlobCacheError.encryptionKeyRequired(path: dir.path)) { try BlobCache(directory: dir.path, configuration: .testing()) }
+        #expect(throws: BlobCacheError.wrongEncryptionKey(path: dir.path)) { try BlobCache(directory: dir.path, configuration: encrypted(otherKey)) }
+        #expect(throws: BlobCacheError.cacheNotEncrypted(path: plain.path)) { try BlobCache(directory: plain.path, configuration: encrypted()) }
+        #expect(throws: BlobCacheError.wrongEncryptionKey(path: dir.path)) {
+            try BlobCache.check(directory: dir.path, options: checkOptions(otherKey))
+        }
+        #expect(throws: BlobCacheError.encryptionKeyRequired(path: dir.path)) {
+            var options = BlobCache.CheckOptions()
+            options.repair = true
+            return try BlobCache.check(directory: dir.path, options: options)
+        }
+        // A key of the wrong size is a configuration error.
+        #expect(throws: BlobCacheError.self) {
+            try BlobCache(directory: dir.path, configuration: .testing { $0.encryption = .aesGCM(key: SymmetricKey(size: .bits128)) })
+        }
+        // Without the key, fsck checks what it can and says what it could not.
+        let report = try BlobCache.check(directory: dir.path, options: BlobCache.CheckOptions())
+        #expect(report.errors.isEmpty && report.notes.map(\.problem) == ["encrypted-unchecked"] && report.blobsChecked > 0)
+
+        #expect(regularFiles(under: dir.path) == before)
+        #expect(regularFiles(under: plain.path) == plainBefore)
+        let reopened = try BlobCache(directory: dir.path, configuration: encrypted())
+        #expect(try reopened.bytes(forKey: key(4)) == values[4])
+        try reopened.close()
+    }
+
+    @Test("a journal header lost: the wrong key deletes no blob, the right key rebuilds from them")
+    func rebuildNeedsTheKey() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        let ids = try values.enumerated().map { try cache.set($1, forKey: key($0)) }
+        try cache.close()
+        let journal = dir.appending("journal")
+        var bytes = readFile(journal)
+        bytes[0] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: journal))
+        try? FileManager.default.removeItem(atPath: dir.appending("index"))
+        let blobsBefore = regularFiles(under: dir.path).filter { $0.key.hasPrefix("objects/") || $0.key.hasPrefix("packs/") }
+        #expect(throws: BlobCacheError.wrongEncryptionKey(path: dir.path)) { try BlobCache(directory: dir.path, configuration: encrypted(otherKey)) }
+        #expect(throws: BlobCacheError.encryptionKeyRequired(path: dir.path)) { try BlobCache(directory: dir.path, configuration: .testing()) }
+        #expect(regularFiles(under: dir.path).filter { $0.key.hasPrefix("objects/") || $0.key.hasPrefix("packs/") } == blobsBefore)
+        let rebuilt = try BlobCache(directory: dir.path, configuration: encrypted())
+        guard case .rebuiltFromBlobs = rebuilt.openReport.recovery else {
+            Issue.record("expected a rebuild, got \(rebuilt.openReport.recovery)")
+            return
+        }
+        for (n, id) in ids.enumerated() { #expect(try rebuilt.bytes(for: id) == values[n]) }
+        try rebuilt.close()
+    }
+
+    @Test("a changed byte in any sealed file, even with its outer checksum made to match, is damage: never wrong bytes",
+          arguments: ["loose blob", "pack record", "journal record", "snapshot", "tag"])
+    func flippedBytesAreDetected(place: String) throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        try cache.set(values[1], forKey: "small")         // packed: the first record of packs/000001.pack
+        try cache.set(values[5], forKey: "large")         // loose
+        try cache.close()
+        let files = regularFiles(under: dir.path)
+        let loosePath = files.keys.first { $0.hasPrefix("objects/") }!
+        switch place {
+        case "loose blob", "tag":
+            var file = files[loosePath]!
+            let at = place == "tag" ? file.count - 3 : LooseBlobFormat.headerSize + CacheCipher.nonceSize + 1000
+            file[at] ^= 0x01
+            // The outer XXH64 made to match: only the seal can tell.
+            let digest = file.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[32...]), after: UnsafeRawBufferPointer(rebasing: $0[0..<24])) }
+            withUnsafeBytes(of: digest.littleEndian) { file.replaceSubrange(24..<32, with: $0) }
+            try Data(file).write(to: URL(fileURLWithPath: dir.appending(loosePath)))
+        case "pack record":
+            var file = files["packs/000001.pack"]!
+            let record = PackFormat.segmentHeaderSize
+            file[record + PackFormat.recordHeaderSize + CacheCipher.nonceSize + 3] ^= 0x80
+            let payloadLength = Int(file.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: record + 32, as: UInt32.self) })
+            let checksum = file.withUnsafeBytes {
+                PackFormat.RecordChecksum.xxh64.value(head: UnsafeRawBufferPointer(rebasing: $0[record..<record + 36]),
+                                                      payload: UnsafeRawBufferPointer(rebasing: $0[record + 40..<record + 40 + payloadLength]))
+            }
+            withUnsafeBytes(of: checksum.littleEndian) { file.replaceSubrange(record + 36..<record + 40, with: $0) }
+            try Data(file).write(to: URL(fileURLWithPath: dir.appending("packs/000001.pack")))
+        case "journal record":
+            // The last record (the clean close's), CRC recomputed.
+            var file = files["journal"]!
+            var offset = JournalFormat.headerSize, last = offset
+            while offset < file.count {
+                last = offset
+                offset += JournalFormat.frameSize + Int(file.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) })
+            }
+            file[last + JournalFormat.frameSize + CacheCipher.nonceSize] ^= 0x04
+            let salt = file.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }
+            let crc = file.withUnsafeBytes { CRC32.update(JournalFormat.seed(salt: salt), UnsafeRawBufferPointer(rebasing: $0[(last + 8)...])) }
+            withUnsafeBytes(of: crc.littleEndian) { file.replaceSubrange(last + 4..<last + 8, with: $0) }
+            try Data(file).write(to: URL(fileURLWithPath: dir.appending("journal")))
+            try? FileManager.default.removeItem(atPath: dir.appending("index"))
+        default:
+            var file = files["index"]!
+            file[IndexSnapshot.sealedHeaderSize + CacheCipher.nonceSize + 100] ^= 0x10
+            try Data(file).write(to: URL(fileURLWithPath: dir.appending("index")))
+        }
+        let reopened = try BlobCache(directory: dir.path, configuration: encrypted())
+        defer { try? reopened.close() }
+        if place == "journal record" {
+            guard case .stoppedAtCorruption = reopened.openReport.recovery else {
+                Issue.record("expected the damaged record to stop replay, got \(reopened.openReport.recovery)")
+                return
+            }
+        }
+        if place == "snapshot" { #expect(!reopened.openReport.restoredFromSnapshot) }
+        for (key, value) in [("small", values[1]), ("large", values[5])] {
+            do {
+                let read = try reopened.bytes(forKey: key)
+                #expect(read == nil || read == value, "\(place): \(key) read wrong bytes")
+                let damaged = (place == "pack record" && key == "small") || (["loose blob", "tag"].contains(place) && key == "large")
+                #expect(!damaged, "\(place): \(key) read despite the damage")
+            } catch let error as BlobCacheError {
+                guard case .corruptBlob = error else { throw error }
+            }
+        }
+        if place == "snapshot" {
+            #expect(try reopened.bytes(forKey: "small") == values[1] && reopened.bytes(forKey: "large") == values[5])
+        }
+        if place == "journal record" { #expect(try reopened.bytes(forKey: "small") == values[1]) }
+    }
+
+    private func checkOptions(_ key: SymmetricKey) -> BlobCache.CheckOptions {
+        var options = BlobCache.CheckOptions()
+        options.encryption = .aesGCM(key: key)
+        return options
+    }
+}
+
+/// Every regular file under `root`, by its path relative to `root`.
+func regularFiles(under root: String) -> [String: [UInt8]] {
+    var files: [String: [UInt8]] = [:]
+    guard let walker = FileManager.default.enumerator(atPath: root) else { return files }
+    while let relative = walker.nextObject() as? String {
+        var info = stat()
+        guard lstat(root + "/" + relative, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+        files[relative] = readFile(root + "/" + relative)
+    }
+    return files
+}

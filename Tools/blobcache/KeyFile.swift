@@ -1,0 +1,48 @@
+import BlobCache
+import ArgumentParser
+import Crypto
+import Foundation
+
+/// The key of an encrypted cache, read from a file: 32 raw bytes, or 64 hexadecimal digits
+/// and an optional newline (`--key-file`, `$BLOBCACHE_KEY_FILE`).
+enum KeyFile {
+    /// The encryption a key file gives; a file that is missing, unreadable or of another form
+    /// exits 9 with a one-line message.
+    static func encryption(at path: String) throws -> BlobCache.Encryption {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            Failure.say("key file \(path) cannot be read")
+            throw ExitCode(Failure.keyProblem)
+        }
+        guard let key = parse(Array(data)) else {
+            Failure.say("key file \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline (it has \(data.count) bytes)")
+            throw ExitCode(Failure.keyProblem)
+        }
+        return .aesGCM(key: SymmetricKey(data: key))
+    }
+
+    /// The 32 key bytes in `bytes`, or `nil` when they are not of either form.
+    static func parse(_ bytes: [UInt8]) -> [UInt8]? {
+        if bytes.count == 32 { return bytes }
+        var text = bytes[...]
+        if text.last == UInt8(ascii: "\n") { text = text.dropLast() }
+        if text.last == UInt8(ascii: "\r") { text = text.dropLast() }
+        guard text.count == 64 else { return nil }
+        var key: [UInt8] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { return nil }
+            key.append(high << 4 | low)
+            index += 2
+        }
+        return key
+    }
+
+    private static func nibble(_ char: UInt8) -> UInt8? {
+        switch char {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): char - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): char - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): char - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
