@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// `--key-file`, `$BLOBCACHE_KEY_FILE`, exit 9 and `compact --rekey`, as a user runs them.
+@Suite("blobcache with encryption", .serialized, .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
+struct EncryptionCLITests {
+    @Test("a key file of raw bytes or hex opens the cache; no key, another key or a bad file exits 9 with one line; nothing in plain text")
+    func keyFiles() throws {
+        let dir = TemporaryDirectory()
+        let cache = dir.appending("cache")
+        let cli = CLI(directory: cache)
+        let raw = dir.appending("raw.key"), hex = dir.appending("hex.key"), other = dir.appending("other.key")
+        let bad = dir.appending("bad.key")
+        let key = (0..<32).map { UInt8($0 * 7 % 256) }
+        writeFile(raw, key)
+        writeFile(hex, Array((key.map { String(format: "%02X", $0) }.joined() + "\n").utf8))
+        writeFile(other, [UInt8](repeating: 9, count: 32))
+        writeFile(bad, Array("not a key\n".utf8))
+        let value = Data("the distinctive plain text of a value, long enough to find".utf8)
+
+        #expect(try cli.run(["--key-file", raw, "put", "distinctive-cli-key"], stdin: value).status == 0)
+        #expect(try cli.run(["get", "distinctive-cli-key", "--key-file", hex]).stdout == value)
+        let fromEnvironment = try cli.run(["--dir", cache, "get", "distinctive-cli-key"],
+                                          environment: ["BLOBCACHE_KEY_FILE": raw], withDir: false)
+        #expect(fromEnvironment.stdout == value)
+        for file in regularFiles(under: cache).values {
+            #expect(Data(file).range(of: value.prefix(20)) == nil && Data(file).range(of: Data("distinctive-cli-key".utf8)) == nil)
+        }
+        let before = regularFiles(under: cache)
+        for arguments in [["get", "distinctive-cli-key"], ["--key-file", other, "get", "distinctive-cli-key"],
+                          ["--key-file", bad, "get", "distinctive-cli-key"], ["--key-file", dir.appending("missing.key"), "ls"],
+                          ["--key-file", other, "fsck"], ["--key-file", other, "compact", "--rekey", raw]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 9 && result.stdout.isEmpty && result.stderr.split(separator: "\n").count == 1, "\(arguments)")
+        }
+        #expect(regularFiles(under: cache) == before)
+        // fsck without the key: exit 0, and a note of what it could not check.
+        let unkeyed = try cli.run(["fsck"])
+        #expect(unkeyed.status == 0 && unkeyed.output.contains("encrypted-unchecked"))
+        // A key for a plain cache is refused too.
+        let plain = CLI(directory: dir.appending("plain"))
+        #expect(try plain.run(["put", "k"], stdin: Data([1])).status == 0)
+        #expect(try plain.run(["--key-file", raw, "get", "k"]).status == 9)
+    }
+
+    @Test("compact --rekey moves the cache to the new key; a plain cache is encrypted by it")
+    func rekey() throws {
+        let dir = TemporaryDirectory()
+        let cache = dir.appending("cache")
+        let cli = CLI(directory: cache)
+        let first = dir.appending("first.key"), second = dir.appending("second.key")
+        writeFile(first, [UInt8](repeating: 1, count: 32))
+        writeFile(second, [UInt8](repeating: 2, count: 32))
+        let large = Data(Samples.random(200_000, seed: 9)), small = Data("small value".utf8)
+        #expect(try cli.run(["put", "large"], stdin: large).status == 0)
+        #expect(try cli.run(["put", "small"], stdin: small).status == 0)
+        let encrypt = try cli.run(["compact", "--rekey", first])
+        #expect(encrypt.status == 0 && encrypt.output.contains("blobs rekeyed: 2"))
+        #expect(try cli.run(["get", "large"]).status == 9)
+        #expect(try cli.run(["--key-file", first, "get", "large"]).stdout == large)
+        let rekeyed = try cli.run(["--key-file", first, "compact", "--rekey", second, "--json"])
+        #expect(rekeyed.status == 0 && rekeyed.output.contains("\"blobsRekeyed\""))
+        #expect(try cli.run(["--key-file", first, "get", "small"]).status == 9)
+        #expect(try cli.run(["--key-file", second, "get", "small"]).stdout == small)
+        #expect(try cli.run(["--key-file", second, "get", "large"]).stdout == large)
+        let fsck = try cli.run(["--key-file", second, "fsck"])
+        #expect(fsck.status == 0 && !fsck.output.contains("dangling"))
+    }
+}
