@@ -28,6 +28,7 @@ let package = Package(
             dependencies: [
                 .product(name: "BlobCache", package: "BlobCache"),
                 .product(name: "BlobCacheRemote", package: "BlobCache"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/workload"
         ),

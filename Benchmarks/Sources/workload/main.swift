@@ -32,6 +32,9 @@ let usage = """
     --workloads readers times W2 gets (memory tier off) from one thread against two threads on
     one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
     READERS_ROUNDS=N for more, as under perf).
+    --workloads encryption runs W1, W2 and W3 with encryption off and on, interleaved
+    (ENCRYPTION_ROUNDS rounds, default 3; medians, each .aes row's note the per-round ratios),
+    then AES-256-GCM alone on 1 MiB. --encrypt runs any workload with encryption on.
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
     fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
     measures nginx's own GET rate for the same files with wrk.
@@ -55,6 +58,8 @@ struct Options {
     var latencyPuts = 20_000
     /// The remote tier the `remote` workload uses (Benchmarks/remote.sh starts nginx for it).
     var remote: String?
+    /// Whether BlobCache runs with encryption at rest (`--encrypt`; a fresh key per run).
+    var encrypted = false
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -86,6 +91,7 @@ struct Options {
             case "--cap": cap = try count("--cap", atLeast: 1 << 20)
             case "--latency-puts": latencyPuts = try count("--latency-puts", atLeast: 1)
             case "--remote": remote = try value()
+            case "--encrypt": encrypted = true
             case "--help", "-h":
                 print(usage)
                 exit(0)
@@ -160,7 +166,8 @@ func freshDirectory(_ base: String, _ name: String) -> String {
 func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil, memoryLimit: Int? = nil) throws -> Engine {
     switch options.engine {
     case "blobcache": return try BlobCacheEngine(directory: directory, maxBytes: maxBytes, codec: options.codec,
-                                                 packThreshold: options.packThreshold, memoryLimit: memoryLimit)
+                                                 packThreshold: options.packThreshold, memoryLimit: memoryLimit,
+                                                 encryption: options.encrypted ? .aesGCM(key: benchmarkKey) : nil)
     case "rawfs": return try RawFilesystemEngine(directory: directory)
     default: throw WorkloadError.usage("unknown engine \(options.engine)")
     }
@@ -193,7 +200,9 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
     if name == "W1" && options.engine == "blobcache" {
         settle()
         let start = now()
-        let report = try BlobCache.check(directory: directory)
+        var checkOptions = BlobCache.CheckOptions()
+        if options.encrypted { checkOptions.encryption = .aesGCM(key: benchmarkKey) }
+        let report = try BlobCache.check(directory: directory, options: checkOptions)
         precondition(report.errors.isEmpty, "fsck found \(report.errors)")
         results.append(Measurement(workload: "W1.fsck", ops: report.blobsChecked, seconds: now() - start, bytes: bytes))
     }
@@ -202,7 +211,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
 
 func run(_ options: Options) throws -> [Measurement] {
     var results: [Measurement] = []
-    let needsCorpus = options.workloads.contains { $0 == "w1" || $0 == "w5" || $0 == "w5mem" } && options.files == nil
+    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "encryption"].contains($0) } && options.files == nil
     let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
     for workload in options.workloads {
         switch workload {
@@ -270,6 +279,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "readers":
             guard options.engine == "blobcache" else { continue }
             results += try readers(options)
+        case "encryption":
+            guard options.engine == "blobcache" else { continue }
+            results += try encryptionComparison(options, corpus: corpus!)
         case "remote":
             guard options.engine == "blobcache" else { continue }
             results += try remoteTier(options)

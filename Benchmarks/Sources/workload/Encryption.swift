@@ -1,0 +1,78 @@
+import BlobCache
+import Crypto
+import Foundation
+
+// `--workloads encryption` (issue 16): W1, W2 and W3 put and get with encryption off and on,
+// interleaved (the order alternates each round), `ENCRYPTION_ROUNDS` rounds (default 3);
+// each row is the median of its rounds, the `.aes` rows' notes give the ratio to the plain
+// row of the same round, per round and median. Then AES-256-GCM alone, sealing and opening
+// 1 MiB in memory (swift-crypto, one core): the limit the W3 rows are measured against.
+
+let encryptionRounds = ProcessInfo.processInfo.environment["ENCRYPTION_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
+
+/// The benchmarks' key (any key costs the same).
+let benchmarkKey = SymmetricKey(size: .bits256)
+
+func encryptionComparison(_ options: Options, corpus: Corpus) throws -> [Measurement] {
+    var samples: [String: [Double]] = [:]
+    var template: [String: Measurement] = [:]
+    let w2 = try Corpus.blobs(options.corpus + "/synth_4k.bin", size: 4096, count: 10_000)
+    let w3 = try Corpus.blobs(options.corpus + "/synth_1m.bin", size: 1 << 20, count: 1000)
+    for round in 0..<encryptionRounds {
+        for encrypted in round % 2 == 0 ? [false, true] : [true, false] {
+            var setting = options
+            setting.encrypted = encrypted
+            var rows: [Measurement] = []
+            try corpus.concat.withUnsafeBytes { all in
+                rows += try putThenGet("W1", setting, keys: corpus.files.map(\.path)) { index in
+                    let file = corpus.files[index]
+                    return UnsafeRawBufferPointer(rebasing: all[file.offset..<file.offset + file.size])
+                }
+            }
+            for (name, blobs, size) in [("W2", w2, 4096), ("W3", w3, 1 << 20)] {
+                let flat = blobs.flatMap { $0 }
+                try flat.withUnsafeBytes { all in
+                    rows += try putThenGet(name, setting, keys: blobs.map(md5Hex)) {
+                        UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
+                    }
+                }
+            }
+            for row in rows where !row.workload.hasSuffix("fsck") {
+                let name = row.workload + (encrypted ? ".aes" : "")
+                samples[name, default: []].append(row.seconds)
+                template[name] = row
+            }
+        }
+    }
+    var results: [Measurement] = []
+    for name in template.keys.filter({ !$0.hasSuffix(".aes") }).sorted() {
+        let plain = template[name]!, sealed = template[name + ".aes"]!
+        results.append(Measurement(workload: name, ops: plain.ops, seconds: median(samples[name]!), bytes: plain.bytes,
+                                   storedBytes: plain.storedBytes))
+        // Throughput ratio encrypted / plain, per round (paired) and the median.
+        let ratios = zip(samples[name]!, samples[name + ".aes"]!).map { $0 / $1 }
+        var row = Measurement(workload: name + ".aes", ops: sealed.ops, seconds: median(samples[name + ".aes"]!),
+                              bytes: sealed.bytes, storedBytes: sealed.storedBytes)
+        row.note = "vs plain: median \(String(format: "%.2f", median(ratios)))× (rounds: "
+            + ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ") + ")"
+        results.append(row)
+    }
+    results += aesAlone()
+    return results
+}
+
+/// AES-256-GCM sealing and opening 1 MiB, 1,000 times each, in memory: MB/s of one core.
+private func aesAlone() -> [Measurement] {
+    let value = [UInt8](repeating: 0x5A, count: 1 << 20)
+    var sealed: [AES.GCM.SealedBox] = []
+    let start = now()
+    for _ in 0..<1000 { sealed.append(try! AES.GCM.seal(value, using: benchmarkKey)) }
+    let sealSeconds = now() - start
+    let openStart = now()
+    var opened = 0
+    for box in sealed { opened += try! AES.GCM.open(box, using: benchmarkKey).count }
+    let openSeconds = now() - openStart
+    precondition(opened == 1000 << 20)
+    return [Measurement(workload: "AES-GCM.seal 1MiB", ops: 1000, seconds: sealSeconds, bytes: 1000 << 20),
+            Measurement(workload: "AES-GCM.open 1MiB", ops: 1000, seconds: openSeconds, bytes: 1000 << 20)]
+}
