@@ -16,6 +16,7 @@ func readers(_ options: Options, rounds: Int = readerRounds) throws -> [Measurem
     var configuration = BlobCache.Configuration()
     configuration.memoryLimit = 0
     configuration.codec = options.codec
+    if options.encrypted { configuration.encryption = .aesGCM(key: benchmarkKey) }
     let cache = try BlobCache(directory: freshDirectory(options.work, "readers"), configuration: configuration)
     defer { try? cache.close() }
     for (key, blob) in zip(keys, blobs) { try cache.set(blob, forKey: key) }

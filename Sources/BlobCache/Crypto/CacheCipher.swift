@@ -69,17 +69,36 @@ struct CacheCipher: Sendable {
     /// `nonce ‖ ciphertext ‖ tag` of `plaintext`.
     func seal(_ plaintext: UnsafeRawBufferPointer, context: Context) -> [UInt8] {
         // A 12-byte nonce always yields a combined form; sealing fails only for a wrong-sized key.
-        let box = try! AES.GCM.seal(plaintext, using: key(for: context), authenticating: context.associatedData)
-        return Array(box.combined!)
+        let box = try! AES.GCM.seal(Self.borrowing(plaintext), using: key(for: context),
+                                    authenticating: Data(context.associatedData))
+        return box.combined!.withUnsafeBytes { Array($0) }
+    }
+
+    /// `bytes` as `Data` without a copy (swift-crypto's generic `DataProtocol` paths copy a
+    /// raw buffer byte by byte; `Data` takes its contiguous fast path). Valid while `bytes` is.
+    private static func borrowing(_ bytes: UnsafeRawBufferPointer) -> Data {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return Data() }
+        return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
     }
 
     /// The plaintext of `sealed`, or `nil` when it is damaged, was sealed under another key or
     /// for another context.
     func open(_ sealed: UnsafeRawBufferPointer, context: Context) -> [UInt8]? {
-        guard sealed.count >= Self.overhead,
-              let box = try? AES.GCM.SealedBox(combined: sealed),
-              let plain = try? AES.GCM.open(box, using: key(for: context), authenticating: context.associatedData) else { return nil }
-        return Array(plain)
+        open(sealed, context: context) { Array($0) }
+    }
+
+    /// `body` of the plaintext of `sealed` (valid only inside it, no copy made), or `nil` when
+    /// the seal does not open.
+    func open<Result>(_ sealed: UnsafeRawBufferPointer, context: Context,
+                      _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+        let associatedData = context.associatedData
+        return associatedData.withUnsafeBytes { associated -> Result? in
+            guard sealed.count >= Self.overhead,
+                  let box = try? AES.GCM.SealedBox(combined: Self.borrowing(sealed)),
+                  let plain = try? AES.GCM.open(box, using: key(for: context), authenticating: Self.borrowing(associated))
+            else { return nil }
+            return plain.withUnsafeBytes(body)
+        }
     }
 
     private func key(for context: Context) -> SymmetricKey { context.isBlob ? valueKey : indexKey }

@@ -13,12 +13,15 @@ enum SealedPayload {
         case (true, let cipher?):
             first?()
             guard let id else { return .failure(.sealing("sealed blob read without its id")) }
-            guard let plain = cipher.open(payload, context: .blob(id: id, codec: codec, rawLength: rawLength)) else {
+            // Stored raw: the plaintext is the value; else decoded straight from it.
+            let context = CacheCipher.Context.blob(id: id, codec: codec, rawLength: rawLength)
+            guard let decoded = cipher.open(payload, context: context, { plain -> [UInt8]? in
+                codec == .none ? (plain.count == rawLength ? Array(plain) : nil)
+                    : Compression.decode(plain, tag: codec, rawCount: rawLength)
+            }) else {
                 return .failure(.sealing("AES-GCM tag does not verify (damaged, or sealed under another key)"))
             }
-            // Stored raw: the plaintext is the value (no second copy).
-            value = codec == .none ? (plain.count == rawLength ? plain : nil)
-                : plain.withUnsafeBytes { Compression.decode($0, tag: codec, rawCount: rawLength) }
+            value = decoded
         case (true, nil):
             first?()
             return .failure(.sealing("blob is encrypted and no key was given"))
