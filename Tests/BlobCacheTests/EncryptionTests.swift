@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SystemPackage
 import Testing
 @testable import BlobCache
 
@@ -245,4 +246,138 @@ func regularFiles(under root: String) -> [String: [UInt8]] {
         files[relative] = readFile(root + "/" + relative)
     }
     return files
+}
+
+/// Defects a review of the encryption change found; each test failed before its fix.
+@Suite("Encryption: reviewed defects")
+struct EncryptionDefectTests {
+    private func encrypted(_ key: SymmetricKey = testKey) -> BlobCache.Configuration {
+        .testing { $0.encryption = .aesGCM(key: key) }
+    }
+
+    /// Rewrites the journal header of the cache in `dir` with `change`, its CRC fixed.
+    private func patchHeader(_ dir: TemporaryDirectory, _ change: (inout [UInt8]) -> Void) throws {
+        let path = dir.appending("journal")
+        var bytes = readFile(path)
+        change(&bytes)
+        let crc = CRC32.checksum(Array(bytes[0..<28]))
+        bytes.replaceSubrange(28..<32, with: withUnsafeBytes(of: crc.littleEndian, Array.init))
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test("a key that passes the header's key check by chance is refused, not taken for damage")
+    func keyCheckCollision() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        try cache.set([1, 2, 3], forKey: "k")
+        try cache.close()
+        // Forge the check so that the other key passes it, as one key in 2^32 does.
+        let other = SymmetricKey(data: [UInt8](repeating: 0x77, count: 32))
+        try patchHeader(dir) { bytes in
+            let salt = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }
+            let check = try! CacheCipher(.aesGCM(key: other)).keyCheck(salt: salt)
+            bytes.replaceSubrange(24..<28, with: withUnsafeBytes(of: check.littleEndian, Array.init))
+        }
+        let journal = readFile(dir.appending("journal"))
+        #expect(throws: BlobCacheError.wrongEncryptionKey(path: dir.path)) { try BlobCache(directory: dir.path, configuration: encrypted(other)) }
+        #expect(readFile(dir.appending("journal")) == journal)
+    }
+
+    @Test("a header flag this release does not know is a newer format, never a rebuild")
+    func unknownFlag() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        try cache.set([1], forKey: "k")
+        try cache.close()
+        try patchHeader(dir) { $0[7] |= 0x80 }
+        let journal = readFile(dir.appending("journal"))
+        #expect(throws: BlobCacheError.unsupportedFormat(path: dir.appending("journal"), version: 2)) {
+            try BlobCache(directory: dir.path, configuration: encrypted())
+        }
+        #expect(readFile(dir.appending("journal")) == journal)
+    }
+
+    @Test("a lost journal beside sealed blobs and plain ones: no key refuses, and no blob is deleted")
+    func rebuildKeepsWhatItCannotOpen() throws {
+        let plain = TemporaryDirectory(), sealed = TemporaryDirectory()
+        let a = try BlobCache(directory: plain.path, configuration: .testing { $0.packThreshold = 0 })
+        try a.set(Samples.random(5000, seed: 1), forKey: "plain")
+        try a.close()
+        let b = try BlobCache(directory: sealed.path, configuration: .testing { $0.packThreshold = 0; $0.encryption = .aesGCM(key: testKey) })
+        let id = try b.set(Samples.random(5000, seed: 2), forKey: "sealed")
+        try b.close()
+        // The state a plain-to-encrypted rekey killed after its commit leaves, its journal then lost.
+        let from = sealed.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))")
+        try FileManager.default.createDirectory(atPath: plain.appending("objects/\(id.hex.prefix(1))"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: from, toPath: plain.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))"))
+        try FileManager.default.removeItem(atPath: plain.appending("journal"))
+        let blobs = { regularFiles(under: plain.path).filter { $0.key.hasPrefix("objects/") } }
+        let before = blobs()
+        #expect(before.count == 2)
+        #expect(throws: BlobCacheError.encryptionKeyRequired(path: plain.path)) { try BlobCache(directory: plain.path, configuration: .testing()) }
+        #expect(blobs() == before)
+        let rebuilt = try BlobCache(directory: plain.path, configuration: encrypted())
+        #expect(try rebuilt.bytes(for: id) == Samples.random(5000, seed: 2))
+        #expect(blobs() == before)
+        try rebuilt.close()
+    }
+
+    @Test("a sealed snapshot is read only when its bytes are real and few: no overflow, no allocation for a sparse file")
+    func sealedSnapshotBounds() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.appending("index")
+        let fd = open(path, O_CREAT | O_WRONLY, 0o600)
+        #expect(fd >= 0)
+        _ = Array("BCIS".utf8 + [1, 0, 0, 0]).withUnsafeBytes { write(fd, $0.baseAddress, 8) }
+        #expect(ftruncate(fd, 1 << 30) == 0)   // 1 GiB claimed, 8 bytes real
+        close(fd)
+        let cipher = try CacheCipher(.aesGCM(key: testKey))
+        for journalSize in [Int64(1) << 40, Int64.max / 2, Int64.max] {
+            let result = try IndexSnapshot.map(FilePath(path), io: .posix, journalSize: journalSize, cipher: cipher)
+            guard case .failure(.sizeMismatch) = result else {
+                Issue.record("journal of \(journalSize) bytes: \(String(describing: result))")
+                continue
+            }
+        }
+    }
+
+    @Test("a FIFO where the journal belongs fails the open and fsck instead of blocking them")
+    func fifoJournal() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        try cache.set([1], forKey: "k")
+        try cache.close()
+        try FileManager.default.removeItem(atPath: dir.appending("journal"))
+        #expect(mkfifo(dir.appending("journal"), 0o600) == 0)
+        #expect(throws: BlobCacheError.self) { try BlobCache(directory: dir.path, configuration: .testing()) }
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(!report.errors.isEmpty)
+    }
+
+    @Test("sets racing a rekey on other threads are either refused or carried over, never lost")
+    func setsRacingARekey() async throws {
+        for round in 0..<20 {
+            let dir = TemporaryDirectory()
+            let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+            for n in 0..<20 { try cache.set(Samples.random(2000, seed: UInt64(n)), forKey: "seed\(n)") }
+            let acknowledged = Locked([String: [UInt8]]())
+            await withTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        for n in 0..<50 {
+                            let key = "w\(writer)-\(n)", value = Samples.random(1500 + n, seed: UInt64(1000 * writer + n))
+                            guard (try? cache.set(value, forKey: key)) != nil else { return }
+                            acknowledged.withLock { $0[key] = value }
+                        }
+                    }
+                }
+                group.addTask { _ = try? cache.compact(rekeyingTo: .aesGCM(key: SymmetricKey(data: [UInt8](repeating: 5, count: 32)))) }
+            }
+            let reopened = try BlobCache(directory: dir.path, configuration: encrypted(SymmetricKey(data: [UInt8](repeating: 5, count: 32))))
+            for (key, value) in acknowledged.withLock({ $0 }) {
+                #expect(try reopened.bytes(forKey: key) == value, "round \(round): \(key) acknowledged, then lost")
+            }
+            try reopened.close()
+        }
+    }
 }

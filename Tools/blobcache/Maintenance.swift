@@ -94,6 +94,9 @@ struct Compact: ParsableCommand {
             """)
         if newKey != nil {
             print("blobs rekeyed: \(report.blobsRekeyed) (entries dropped as damaged: \(report.entriesDroppedAsDamaged))")
+            if let failure = report.rekeyCleanupFailure {
+                print("the new key is in force; deleting the old blobs failed (\(failure)): run compact with the new key")
+            }
         }
     }
 }

@@ -360,6 +360,9 @@ public final class BlobCache: Sendable {
     @discardableResult
     func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil,
              ifAbsent: Bool = false) throws -> BlobID {
+        if pipeline.cipher != nil, raw.count > CacheCipher.maxPlaintext {
+            throw BlobCacheError.valueTooLarge(storedBytes: raw.count, limit: CacheCipher.maxPlaintext)
+        }
         let prepared: PreparedBlob
         if knownID == nil && raw.count >= Parallel.threshold {
             // Large: hash on one core while the others compress; a duplicate wastes one compression.

@@ -63,7 +63,8 @@ extension BlobCache {
         }
         let before = try lock.withExclusive { stamp() }
         let report = try CacheChecker.run(files, io: io, limits: limits, fast: fast, cipher: cipher)
-        if report.errors.isEmpty { return report }
+        // (The note that an encrypted cache was checked without its key is no finding of a writer's.)
+        if report.findings.allSatisfy({ $0.problem == "encrypted-unchecked" }) { return report }
         if try lock.withExclusive({ stamp() }) == before { return report }
         return try lock.withExclusive { try CacheChecker.run(files, io: io, limits: limits, fast: fast, cipher: cipher) }
     }
@@ -105,10 +106,11 @@ struct CacheChecker {
     /// Whether the journal is encrypted and no key was given (a check then verifies what it
     /// can without one).
     static func journalNeedsKeyItLacks(_ files: CacheFiles, io: FileIO, cipher: CacheCipher?) throws -> Bool {
-        guard cipher == nil, let fd = try io.openIfExists(files.journal) else { return false }
+        guard cipher == nil, (try? io.fileType(files.journal)) == .regular,
+              let fd = try? io.openIfExists(files.journal) else { return false }
         defer { io.close(fd) }
-        let image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal)
-        guard case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return false }
+        guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
+              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return false }
         return header.keyCheck != nil
     }
 

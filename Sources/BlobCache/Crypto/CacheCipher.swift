@@ -17,6 +17,8 @@ struct CacheCipher: Sendable {
     static let overhead = nonceSize + tagSize
     static let nonceSize = 12
     static let tagSize = 16
+    /// The most GCM seals at once (2^39 − 256 bits): a larger value is `valueTooLarge`.
+    static let maxPlaintext = (1 << 36) - 32
 
     private let valueKey: SymmetricKey
     private let indexKey: SymmetricKey

@@ -74,6 +74,12 @@ extension CacheEngine {
                     size = Int64(validEnd)
                     report.recovery = .truncatedTornTail(at: validEnd, bytesCut: Int(fileSize) - validEnd)
                 case .corrupt(let offset, let reason):
+                    // A key that passed the 2^-32 check by chance: the very first record's CRC
+                    // holds and its seal does not open. Refused, not rewritten as damage.
+                    if cipher != nil, offset == JournalFormat.headerSize, reason == JournalReader.sealFailure {
+                        io.close(fd)
+                        throw BlobCacheError.wrongEncryptionKey(path: files.root.string)
+                    }
                     report.recovery = .stoppedAtCorruption(offset: offset, reason: reason)
                 }
                 journal = JournalFile(path: journalPath, io: io, descriptor: fd, header: header, size: size,
@@ -159,7 +165,8 @@ extension CacheEngine {
     /// is missing or whose header is damaged is not judged here: the rebuild judges the blobs).
     /// A journal that cannot be read is not judged either: the open reports why.
     static func requireKey(files: CacheFiles, io: FileIO, cipher: CacheCipher?) throws {
-        guard let fd = try? io.openIfExists(files.journal) else { return }
+        // (Only a regular file is opened here: a FIFO in its place would block the open.)
+        guard (try? io.fileType(files.journal)) == .regular, let fd = try? io.openIfExists(files.journal) else { return }
         defer { io.close(fd) }
         guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
               case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return }
@@ -172,8 +179,8 @@ extension CacheEngine {
     /// When the journal's header is lost, keys are gone; every intact blob on disk is kept as a
     /// content-addressed entry (readable by id, evictable); damaged blobs and temporary files
     /// are removed, files with names the cache does not give are left alone. Blobs that do not
-    /// open under the open's key (or that need one it lacks) are damage only when some blob
-    /// did open: when none did, the key is wrong and the open fails before anything is deleted.
+    /// open under the open's key are kept, not adopted; sealed blobs with no key, or no blob
+    /// opening under the key, fail the open (`encryptionKeyRequired`, `wrongEncryptionKey`).
     private static func adoptBlobs(in store: BlobStore, pipeline: BlobPipeline, into index: inout CacheIndex, now: Int64)
         throws -> (adopted: Int, removed: Int) {
         let io = store.io
@@ -224,14 +231,15 @@ extension CacheEngine {
                 }
             }
         }
+        // Sealed blobs and no key: the cache is encrypted, and a plain rebuild would leave its
+        // blobs to be collected as dangling. None opened: the key is not the cache's. Blobs that
+        // did not open are never deleted here (leftovers of a rekey under another key, or a
+        // plain cache's blobs): `compact` deletes them once a journal that does not name them
+        // is in place under the right key.
+        let path = store.files.root.string
+        if pipeline.cipher == nil && sealedSeen { throw BlobCacheError.encryptionKeyRequired(path: path) }
         if adopted == 0 && (!unopened.isEmpty || recordsUnopened > 0) {
-            let path = store.files.root.string
-            if pipeline.cipher == nil { throw BlobCacheError.encryptionKeyRequired(path: path) }
             throw sealedSeen ? BlobCacheError.wrongEncryptionKey(path: path) : BlobCacheError.cacheNotEncrypted(path: path)
-        }
-        for path in unopened {
-            try io.remove(path)
-            removed += 1
         }
         return (adopted, removed)
     }

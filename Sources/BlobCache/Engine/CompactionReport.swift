@@ -30,6 +30,9 @@ extension BlobCache {
         public var blobsRekeyed = 0
         /// Entries a rekey did not carry over because their blob was damaged.
         public var entriesDroppedAsDamaged = 0
+        /// Set when a rekey took effect but deleting the old blobs afterwards failed (they are
+        /// dangling; `compact()` deletes them): what went wrong.
+        public var rekeyCleanupFailure: String?
         /// Files deleted in all.
         public var filesDeleted: Int { danglingBlobsDeleted + temporaryFilesDeleted }
     }

@@ -1,4 +1,7 @@
 import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The index snapshot file (`DIR/index`, docs/FORMAT.md): the index as replay left it after a
 /// given length of journal, laid out as it lies in memory, so that open maps the file and uses
@@ -155,17 +158,24 @@ enum IndexSnapshot {
         return writer.bytes
     }
 
-    /// Reads a sealed snapshot, opens it and checks its header as `map` does. A file larger
-    /// than any image the journal could account for (64 bytes of image per journal byte: every
-    /// record takes at least 37 bytes sealed, and an entry, its blob, key and table slots
-    /// take at most 144 plus the key) is never read.
+    /// Reads a sealed snapshot, opens it and checks its header as `map` does. It is read (not
+    /// mapped: it must be opened whole) only when its bytes are real and few enough: no larger
+    /// than 4 bytes per journal byte (every record takes at least 37 bytes sealed, and an
+    /// entry, its blob, key and table slots at most 144 plus the key) and not sparse, so a
+    /// file that merely claims a size allocates nothing.
     private static func mapSealed(_ path: FilePath, io: FileIO, journalSize: Int64,
                                   cipher: CacheCipher) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
-        let limit = journalSize * 64 + Int64(6 * page + sealedHeaderSize + CacheCipher.overhead)
+        let (scaled, overflow) = journalSize.multipliedReportingOverflow(by: 4)
+        let limit = overflow ? Int64.max : scaled.addingReportingOverflow(Int64(6 * page + sealedHeaderSize + CacheCipher.overhead)).partialValue
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
-        let size = try io.fileSize(fd, path: path)
-        guard size <= limit else { return .failure(.sizeMismatch("sealed snapshot larger than its journal allows")) }
+        guard let info = try? io.system.status(fd), info.st_mode & S_IFMT == S_IFREG else {
+            return .failure(.header("not a regular file"))
+        }
+        let size = Int64(info.st_size)
+        guard size >= 0, size <= limit, size <= Int64(info.st_blocks) * 512 else {
+            return .failure(.sizeMismatch("sealed snapshot larger than its journal allows, or sparse"))
+        }
         let bytes = try io.read(fd, count: Int(size), at: 0, path: path)
         guard bytes.count >= sealedHeaderSize, bytes[0..<4].elementsEqual(sealedMagic),
               bytes[4..<8].elementsEqual([1, 0, 0, 0]) else { return .failure(.header("not a sealed snapshot")) }

@@ -60,9 +60,9 @@ enum JournalFormat {
         }
         guard version <= self.version else { return .failure(.newerVersion(Int(version))) }
         guard algorithm == md5Algorithm else { return .failure(.damaged("unknown hash algorithm \(algorithm)")) }
-        guard version == 2 || flags == 0, flags & ~encryptedFlag == 0 else {
-            return .failure(.damaged("unknown header flags \(flags)"))
-        }
+        guard version == 2 || flags == 0 else { return .failure(.damaged("header flags \(flags) in a version 1 journal")) }
+        // A flag this release does not know is a newer release's journal: refused, never rebuilt.
+        guard flags & ~encryptedFlag == 0 else { return .failure(.newerVersion(Int(version))) }
         return .success(Header(salt: salt, created: created, keyCheck: flags & encryptedFlag != 0 ? check : nil))
     }
 

@@ -12,6 +12,9 @@ struct JournalReader {
         case corrupt(offset: Int, reason: String)
     }
 
+    /// The reason of a `.corrupt` end at a record whose CRC holds but whose seal does not open.
+    static let sealFailure = "record does not open (AES-GCM tag)"
+
     /// How many frames the image holds, by their length fields alone (no checksums): an upper
     /// bound on the entries replay can make, to size the index before it starts. Stops at a
     /// frame no record can have (a zero length: no kind of record has an empty payload), so
@@ -67,7 +70,7 @@ struct JournalReader {
             let payload = UnsafeRawBufferPointer(rebasing: body[1...])
             let plain = cipher.map { $0.open(payload, context: .record(kind: body[0])) }
             if plain == .some(nil) {
-                return (.corrupt(offset: start + offset, reason: "record does not open (AES-GCM tag)"), count)
+                return (.corrupt(offset: start + offset, reason: sealFailure), count)
             }
             let decoded = plain.map { opened in opened!.withUnsafeBytes { JournalRecord.decode(kind: body[0], payload: $0) } }
                 ?? JournalRecord.decode(kind: body[0], payload: payload)
