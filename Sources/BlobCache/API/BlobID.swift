@@ -5,7 +5,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The identity of a stored value: the MD5 of its uncompressed bytes.
+/// The identity of a stored value: the MD5 of its uncompressed bytes (in an encrypted cache,
+/// an HMAC-MD5 under a key derived from the cache's key, so `BlobID(hashing:)` does not give
+/// it: use the id `set` or `store(_:)` returns).
 ///
 /// Two keys whose values are byte-for-byte equal share one `BlobID`, and so one blob on disk.
 ///
