@@ -172,29 +172,28 @@ struct CacheChecker {
         }
         var index = CacheIndex()
         let walk = JournalReader.walk(image, salt: header.salt, cipher: cipher) { record, _ in index.apply(record) }
-        switch walk.end {
-        case .clean: break
-        case .tornTail(let validEnd):
-            error("journal-torn-tail", "-", path, "last record cut short at byte \(validEnd) (\(image.count - validEnd) bytes)")
-        case .corrupt(let offset, let reason):
-            error("journal-checksum", "-", path, "\(reason) at byte \(offset); records after it are not trusted")
-        }
+        reportEnd(of: walk.end, journalSize: image.count, at: path)
         if case .clean = walk.end { checkSnapshot(against: index, journal: image, salt: header.salt) }
         report.entriesChecked = index.entryCount
         return index
+    }
+
+    /// Reports how a walk of the journal at `path` ended: a torn tail, or a record not trusted.
+    private mutating func reportEnd(of end: JournalReader.End, journalSize: Int, at path: FilePath) {
+        switch end {
+        case .clean: break
+        case .tornTail(let validEnd):
+            error("journal-torn-tail", "-", path, "last record cut short at byte \(validEnd) (\(journalSize - validEnd) bytes)")
+        case .corrupt(let offset, let reason):
+            error("journal-checksum", "-", path, "\(reason) at byte \(offset); records after it are not trusted")
+        }
     }
 
     /// An encrypted journal without its key: its frames' lengths and CRCs are checked, its
     /// records cannot be read, and the report says what went unchecked.
     private mutating func checkFramesOnly(_ image: UnsafeRawBufferPointer, at path: FilePath, salt: UInt64) {
         let walk = JournalReader.walk(image, salt: salt, cipher: nil, framesOnly: true) { _, _ in true }
-        switch walk.end {
-        case .clean: break
-        case .tornTail(let validEnd):
-            error("journal-torn-tail", "-", path, "last record cut short at byte \(validEnd) (\(image.count - validEnd) bytes)")
-        case .corrupt(let offset, let reason):
-            error("journal-checksum", "-", path, "\(reason) at byte \(offset); records after it are not trusted")
-        }
+        reportEnd(of: walk.end, journalSize: image.count, at: path)
         note("encrypted-unchecked", "-", path,
              "the cache is encrypted and no key was given: checked the journal's \(walk.records) record frames (lengths, CRCs) and every blob's header and checksum; not checked: record contents, entries, the snapshot, blob contents and ids, missing or dangling blobs, limits (give the key to check them)")
     }
