@@ -38,6 +38,16 @@ struct EncryptionCLITests {
         // fsck without the key: exit 0, and a note of what it could not check.
         let unkeyed = try cli.run(["fsck"])
         #expect(unkeyed.status == 0 && unkeyed.output.contains("encrypted-unchecked"))
+        // A key from a pipe (`--key-file <(pass show …)`), which has no size to stat.
+        let fifo = dir.appending("key.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let writer = Thread {
+            let handle = FileHandle(forWritingAtPath: fifo)   // blocks until the command opens it
+            handle?.write(Data(key))
+            try? handle?.close()
+        }
+        writer.start()
+        #expect(try cli.run(["--key-file", fifo, "get", "distinctive-cli-key"]).stdout == value)
         // A key for a plain cache is refused too.
         let plain = CLI(directory: dir.appending("plain"))
         #expect(try plain.run(["put", "k"], stdin: Data([1])).status == 0)

@@ -354,6 +354,29 @@ struct EncryptionDefectTests {
         #expect(!report.errors.isEmpty)
     }
 
+    @Test("a rekey the new configuration cannot open (a remote tier) is refused before anything changes")
+    func rekeyValidatesFirst() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.remote = UnreachableRemote() })
+        try cache.set([1, 2, 3], forKey: "k")
+        let before = regularFiles(under: dir.path)
+        #expect(throws: BlobCacheError.self) { try cache.compact(rekeyingTo: .aesGCM(key: testKey)) }
+        #expect(regularFiles(under: dir.path) == before)
+        #expect(try cache.bytes(forKey: "k") == [1, 2, 3])
+        try cache.close()
+        #expect(try BlobCache(directory: dir.path, configuration: .testing()).bytes(forKey: "k") == [1, 2, 3])
+    }
+
+    /// A remote tier whose server is down: every call fails (the cache counts and skips it).
+    private struct UnreachableRemote: RemoteStore {
+        struct Down: Error {}
+        var description: String { "unreachable" }
+        func get(_ object: RemoteObject) throws -> [UInt8]? { throw Down() }
+        func exists(_ object: RemoteObject) throws -> Bool { throw Down() }
+        func put(_ object: RemoteObject, bytes: [UInt8], expiresAt: Date?) throws { throw Down() }
+        func delete(_ object: RemoteObject) throws { throw Down() }
+    }
+
     @Test("sets racing a rekey on other threads are either refused or carried over, never lost")
     func setsRacingARekey() async throws {
         for round in 0..<20 {

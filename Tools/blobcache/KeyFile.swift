@@ -9,12 +9,15 @@ enum KeyFile {
     /// The encryption a key file gives; a file that is missing, unreadable or of another form
     /// exits 9 with a one-line message.
     static func encryption(at path: String) throws -> BlobCache.Encryption {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        // Read, not stat'ed: a pipe (`--key-file <(pass show cache-key)`) has no size. At most a
+        // byte more than the longest form (64 hex digits and CR LF), so nothing reads forever.
+        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.read(upToCount: 67) ?? Data() else {
             Failure.say("key file \(path) cannot be read")
             throw ExitCode(Failure.keyProblem)
         }
+        try? handle.close()
         guard let key = parse(Array(data)) else {
-            Failure.say("key file \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline (it has \(data.count) bytes)")
+            Failure.say("key file \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline (it has \(data.count == 67 ? "more than 66" : "\(data.count)") bytes)")
             throw ExitCode(Failure.keyProblem)
         }
         return .aesGCM(key: SymmetricKey(data: key))

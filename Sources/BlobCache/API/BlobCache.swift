@@ -67,10 +67,10 @@ public final class BlobCache: Sendable {
         try configuration.validate()
         // A key that does not fit the cache fails here, before the lock file or anything else
         // is touched (and again under the lock, in case the journal changed meanwhile).
-        try CacheEngine.requireKey(files: CacheFiles(root: FilePath(directory)), io: FileIO(configuration.fileSystem),
-                                   cipher: configuration.encryption.map(CacheCipher.init))
-        let telemetry = Telemetry(logger: configuration.logger, factory: configuration.metricsFactory)
         let files = CacheFiles(root: FilePath(directory))
+        try CacheEngine.peekJournalHeader(files: files, io: FileIO(configuration.fileSystem))?
+            .requireKey(configuration.encryption.map(CacheCipher.init), cache: files.root.string)
+        let telemetry = Telemetry(logger: configuration.logger, factory: configuration.metricsFactory)
         try Self.prepareDirectory(files.root, create: createDirectory,
                                   io: FileIO(configuration.fileSystem, sharedWithGroup: configuration.shareWithGroup))
         let io = FileIO(configuration.fileSystem).matchingAccess(of: files.root)

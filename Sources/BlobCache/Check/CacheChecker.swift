@@ -21,10 +21,11 @@ extension BlobCache {
         }
         let io = io.matchingAccess(of: files.root)
         let cipher = try options.encryption.map(CacheCipher.init)
-        if try !CacheChecker.journalNeedsKeyItLacks(files, io: io, cipher: cipher) {
-            try CacheEngine.requireKey(files: files, io: io, cipher: cipher)
-        } else if options.repair {
-            throw BlobCacheError.encryptionKeyRequired(path: files.root.string)
+        // An encrypted journal and no key: checked as far as it can be, but not repaired.
+        if let header = CacheEngine.peekJournalHeader(files: files, io: io) {
+            if header.keyCheck == nil || cipher != nil || options.repair {
+                try header.requireKey(cipher, cache: files.root.string)
+            }
         }
         let lock = try DirectoryLock.open(files, io: io, timeout: options.lockTimeout)
         defer { lock.close() }
@@ -101,17 +102,6 @@ struct CacheChecker {
                     cipher: CacheCipher?) throws -> BlobCache.CheckReport {
         var checker = CacheChecker(files, io: io, limits: limits, fast: fast, cipher: cipher)
         return try checker.run()
-    }
-
-    /// Whether the journal is encrypted and no key was given (a check then verifies what it
-    /// can without one).
-    static func journalNeedsKeyItLacks(_ files: CacheFiles, io: FileIO, cipher: CacheCipher?) throws -> Bool {
-        guard cipher == nil, (try? io.fileType(files.journal)) == .regular,
-              let fd = try? io.openIfExists(files.journal) else { return false }
-        defer { io.close(fd) }
-        guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
-              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return false }
-        return header.keyCheck != nil
     }
 
     private mutating func run() throws -> BlobCache.CheckReport {

@@ -83,14 +83,8 @@ struct CacheCipher: Sendable {
         return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
     }
 
-    /// The plaintext of `sealed`, or `nil` when it is damaged, was sealed under another key or
-    /// for another context.
-    func open(_ sealed: UnsafeRawBufferPointer, context: Context) -> [UInt8]? {
-        open(sealed, context: context) { Array($0) }
-    }
-
     /// `body` of the plaintext of `sealed` (valid only inside it, no copy made), or `nil` when
-    /// the seal does not open.
+    /// it is damaged, was sealed under another key or for another context.
     func open<Result>(_ sealed: UnsafeRawBufferPointer, context: Context,
                       _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
         let associatedData = context.associatedData

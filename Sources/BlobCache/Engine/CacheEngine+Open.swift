@@ -8,9 +8,9 @@ extension CacheEngine {
     static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration, limits: BlobCache.Limits,
                      lock: DirectoryLock, alone: Bool, previousHolderCrashed: Bool = false) throws -> (CacheEngine, BlobCache.OpenReport) {
         let synchronous = configuration.durability == .powerLossSafe
+        // (The caller checked the key against the journal before taking the lock; it is checked
+        // again where the header is read below, in case the journal changed in between.)
         let cipher = try configuration.encryption.map(CacheCipher.init)
-        // Before anything is written: a key that does not fit changes nothing on disk.
-        try requireKey(files: files, io: io, cipher: cipher)
         let store = try BlobStore(files: files, io: io,
                                   segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
                                   synchronous: synchronous)
@@ -42,6 +42,10 @@ extension CacheEngine {
                 io.close(fd)
                 rebuild = reason
             case .success(let header):
+                do { try header.requireKey(cipher, cache: files.root.string) } catch {
+                    io.close(fd)
+                    throw error
+                }
                 let fileSize = try io.fileSize(fd, path: journalPath)
                 // With a snapshot that matches, only the records after it are read and replayed.
                 var start = Int64(JournalFormat.headerSize), priorRecords = 0
@@ -161,16 +165,15 @@ extension CacheEngine {
         }
     }
 
-    /// Throws the key error when `cipher` does not fit the journal in `files` (a journal that
-    /// is missing or whose header is damaged is not judged here: the rebuild judges the blobs).
-    /// A journal that cannot be read is not judged either: the open reports why.
-    static func requireKey(files: CacheFiles, io: FileIO, cipher: CacheCipher?) throws {
-        // (Only a regular file is opened here: a FIFO in its place would block the open.)
-        guard (try? io.fileType(files.journal)) == .regular, let fd = try? io.openIfExists(files.journal) else { return }
+    /// The header of the journal in `files`, read without the lock; `nil` when there is no
+    /// journal, it is not a regular file (a FIFO would block the open), cannot be read, or its
+    /// header does not decode (the open then says why, or rebuilds and judges the blobs).
+    static func peekJournalHeader(files: CacheFiles, io: FileIO) -> JournalFormat.Header? {
+        guard (try? io.fileType(files.journal)) == .regular, let fd = try? io.openIfExists(files.journal) else { return nil }
         defer { io.close(fd) }
         guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
-              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return }
-        try header.requireKey(cipher, cache: files.root.string)
+              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return nil }
+        return header
     }
 
     /// The prefix of keys that name content-addressed entries (`BlobCache.store`).
@@ -185,7 +188,7 @@ extension CacheEngine {
         throws -> (adopted: Int, removed: Int) {
         let io = store.io
         var adopted = 0, removed = 0
-        var unopened: [FilePath] = [], sealedSeen = false
+        var unopened = 0, sealedSeen = false
         func adopt(_ info: BlobInfo) {
             guard index.blob(info.id) == nil else { return }
             index.upsert(EntryRecord(key: contentAddressedKeyPrefix + info.id.hex, blob: info, pinned: false,
@@ -197,7 +200,7 @@ extension CacheEngine {
             switch try verifiedLooseBlob(id, at: path, pipeline: pipeline) {
             case .intact(let info): adopt(info)
             case .unopened(let sealed):
-                unopened.append(path)
+                unopened += 1
                 sealedSeen = sealedSeen || sealed
             case .damaged:
                 try io.remove(path)
@@ -238,7 +241,7 @@ extension CacheEngine {
         // is in place under the right key.
         let path = store.files.root.string
         if pipeline.cipher == nil && sealedSeen { throw BlobCacheError.encryptionKeyRequired(path: path) }
-        if adopted == 0 && (!unopened.isEmpty || recordsUnopened > 0) {
+        if adopted == 0 && unopened + recordsUnopened > 0 {
             throw sealedSeen ? BlobCacheError.wrongEncryptionKey(path: path) : BlobCacheError.cacheNotEncrypted(path: path)
         }
         return (adopted, removed)

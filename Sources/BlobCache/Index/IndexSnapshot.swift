@@ -179,20 +179,20 @@ enum IndexSnapshot {
         let bytes = try io.read(fd, count: Int(size), at: 0, path: path)
         guard bytes.count >= sealedHeaderSize, bytes[0..<4].elementsEqual(sealedMagic),
               bytes[4..<8].elementsEqual([1, 0, 0, 0]) else { return .failure(.header("not a sealed snapshot")) }
-        guard let image = bytes.withUnsafeBytes({ cipher.open(UnsafeRawBufferPointer(rebasing: $0[sealedHeaderSize...]), context: .snapshot) }) else {
-            return .failure(.sealing("snapshot does not open (AES-GCM tag)"))
-        }
-        return image.withUnsafeBytes { image in
-            switch parseHeader(image) {
-            case .failure(let damage): return .failure(damage)
-            case .success(let header):
-                guard header.journalLength <= journalSize else {
-                    return .failure(.sizeMismatch("reflects \(header.journalLength) bytes of journal, which has \(journalSize)"))
+        let opened = bytes.withUnsafeBytes { sealed in
+            cipher.open(UnsafeRawBufferPointer(rebasing: sealed[sealedHeaderSize...]), context: .snapshot) { image -> Result<(file: MappedFile, header: Header), BlobDamage> in
+                switch parseHeader(image) {
+                case .failure(let damage): return .failure(damage)
+                case .success(let header):
+                    guard header.journalLength <= journalSize else {
+                        return .failure(.sizeMismatch("reflects \(header.journalLength) bytes of journal, which has \(journalSize)"))
+                    }
+                    guard let file = MappedFile(copying: image, io: io) else { return .failure(.truncated("snapshot is empty")) }
+                    return .success((file, header))
                 }
-                guard let file = MappedFile(copying: image, io: io) else { return .failure(.truncated("snapshot is empty")) }
-                return .success((file, header))
             }
         }
+        return opened ?? .failure(.sealing("snapshot does not open (AES-GCM tag)"))
     }
 
     /// The header of a snapshot image (its first page at least), or why it cannot be used;

@@ -67,13 +67,16 @@ struct JournalReader {
                 offset = end
                 continue
             }
-            let payload = UnsafeRawBufferPointer(rebasing: body[1...])
-            let plain = cipher.map { $0.open(payload, context: .record(kind: body[0])) }
-            if plain == .some(nil) {
-                return (.corrupt(offset: start + offset, reason: sealFailure), count)
+            let kind = body[0], payload = UnsafeRawBufferPointer(rebasing: body[1...])
+            let decoded: JournalRecord?
+            if let cipher {
+                guard let opened = cipher.open(payload, context: .record(kind: kind), { JournalRecord.decode(kind: kind, payload: $0) }) else {
+                    return (.corrupt(offset: start + offset, reason: sealFailure), count)
+                }
+                decoded = opened
+            } else {
+                decoded = JournalRecord.decode(kind: kind, payload: payload)
             }
-            let decoded = plain.map { opened in opened!.withUnsafeBytes { JournalRecord.decode(kind: body[0], payload: $0) } }
-                ?? JournalRecord.decode(kind: body[0], payload: payload)
             guard let record = decoded else {
                 return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) does not parse"), count)
             }

@@ -99,8 +99,10 @@ struct BlobPipeline: Sendable {
             guard size <= LooseBlobFormat.largestFile(holding: info) else {
                 return .failure(.sizeMismatch("file is larger than a blob of \(info.rawLength) bytes can be"))
             }
-            // A large value stored raw goes straight into the value, checked as it arrives.
-            if cipher == nil, size >= Int64(LooseBlobFormat.headerSize + Parallel.threshold),
+            // A large value stored raw goes straight into the value, checked as it arrives. (Only
+            // tried when the index says raw: a compressed blob would pay a header read for nothing;
+            // one recompressed since the index heard of it is read whole, and checked all the same.)
+            if cipher == nil, info.codec == .none, size >= Int64(LooseBlobFormat.headerSize + Parallel.threshold),
                let checked = try LooseBlobFormat.readRaw(fd, fileSize: size, expecting: info, io: io, path: path) {
                 return checked
             }
