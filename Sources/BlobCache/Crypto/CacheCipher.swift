@@ -15,15 +15,17 @@ import Foundation
 struct CacheCipher: Sendable {
     /// Bytes a seal adds: the nonce in front, the tag behind.
     static let overhead = nonceSize + tagSize
-    static let nonceSize = 12
-    static let tagSize = 16
+    static let nonceSize = AESGCMKey.nonceSize
+    static let tagSize = AESGCMKey.tagSize
     /// The most GCM seals at once (2^39 − 256 bits): a larger value is `valueTooLarge`.
     static let maxPlaintext = (1 << 36) - 32
 
-    private let valueKey: SymmetricKey
-    private let indexKey: SymmetricKey
-    private let idKey: SymmetricKey
+    private let valueKey: AESGCMKey
+    private let indexKey: AESGCMKey
+    /// HMAC-MD5 under the blob id key, its key already absorbed: each id hashes from a copy.
+    private let keyedMD5: HMAC<Insecure.MD5>
     private let checkKey: SymmetricKey
+    private let nonces = NonceSource()
 
     /// Derives the working keys; a master key that is not 256 bits is `invalidConfiguration`.
     init(_ encryption: BlobCache.Encryption) throws {
@@ -34,9 +36,9 @@ struct CacheCipher: Sendable {
         func derive(_ label: String) -> SymmetricKey {
             HKDF<SHA256>.deriveKey(inputKeyMaterial: master, info: Array("BlobCache \(label)".utf8), outputByteCount: 32)
         }
-        valueKey = derive("value key")
-        indexKey = derive("index key")
-        idKey = derive("blob id key")
+        valueKey = AESGCMKey(derive("value key"))
+        indexKey = AESGCMKey(derive("index key"))
+        keyedMD5 = HMAC(key: derive("blob id key"))
         checkKey = derive("key check")
     }
 
@@ -51,58 +53,92 @@ struct CacheCipher: Sendable {
         /// The index snapshot's image.
         case snapshot
 
-        var associatedData: [UInt8] {
-            switch self {
-            case .blob(let id, let codec, let rawLength):
-                var writer = BinaryWriter(capacity: 29)
-                writer.append(bytes: Array("blob".utf8))
-                writer.append(digestOf: id)
-                writer.append(codec.rawValue)
-                writer.append(UInt64(rawLength))
-                return writer.bytes
-            case .record(let kind): return Array("journal record".utf8) + [kind]
-            case .snapshot: return Array("index snapshot".utf8)
+        /// `body` of the associated data, built on the stack.
+        func withAssociatedData<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+            withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer in
+                var count = 0
+                func append(_ bytes: UnsafeRawBufferPointer) {
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + bytes.count]).copyMemory(from: bytes)
+                    count += bytes.count
+                }
+                switch self {
+                case .blob(let id, let codec, let rawLength):
+                    Self.blobLabel.withUnsafeBytes { append($0) }
+                    withUnsafeBytes(of: (id.high.bigEndian, id.low.bigEndian)) { append($0) }  // MD5's printed order
+                    withUnsafeBytes(of: codec.rawValue) { append($0) }
+                    withUnsafeBytes(of: UInt64(rawLength).littleEndian) { append($0) }
+                case .record(let kind):
+                    Self.recordLabel.withUnsafeBytes { append($0) }
+                    withUnsafeBytes(of: kind) { append($0) }
+                case .snapshot:
+                    Self.snapshotLabel.withUnsafeBytes { append($0) }
+                }
+                return body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             }
         }
+
+        private static let blobLabel = Array("blob".utf8)
+        private static let recordLabel = Array("journal record".utf8)
+        private static let snapshotLabel = Array("index snapshot".utf8)
 
         var isBlob: Bool { if case .blob = self { true } else { false } }
     }
 
-    /// `nonce ‖ ciphertext ‖ tag` of `plaintext`.
-    func seal(_ plaintext: UnsafeRawBufferPointer, context: Context) -> [UInt8] {
-        // A 12-byte nonce always yields a combined form; sealing fails only for a wrong-sized key.
-        let box = try! AES.GCM.seal(Self.borrowing(plaintext), using: key(for: context),
-                                    authenticating: Data(context.associatedData))
-        return box.combined!.withUnsafeBytes { Array($0) }
-    }
-
-    /// `bytes` as `Data` without a copy (swift-crypto's generic `DataProtocol` paths copy a
-    /// raw buffer byte by byte; `Data` takes its contiguous fast path). Valid while `bytes` is.
-    private static func borrowing(_ bytes: UnsafeRawBufferPointer) -> Data {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return Data() }
-        return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-    }
-
-    /// `body` of the plaintext of `sealed` (valid only inside it, no copy made), or `nil` when
-    /// it is damaged, was sealed under another key or for another context.
-    func open<Result>(_ sealed: UnsafeRawBufferPointer, context: Context,
-                      _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
-        let associatedData = context.associatedData
-        return associatedData.withUnsafeBytes { associated -> Result? in
-            guard sealed.count >= Self.overhead,
-                  let box = try? AES.GCM.SealedBox(combined: Self.borrowing(sealed)),
-                  let plain = try? AES.GCM.open(box, using: key(for: context), authenticating: Self.borrowing(associated))
-            else { return nil }
-            return plain.withUnsafeBytes(body)
+    /// `nonce ‖ ciphertext ‖ tag` of `plaintext`, after `headroom` zero bytes (room for a
+    /// header the caller writes).
+    func seal(_ plaintext: UnsafeRawBufferPointer, context: Context, headroom: Int = 0) -> [UInt8] {
+        let count = headroom + Self.overhead + plaintext.count
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let output = UnsafeMutableRawBufferPointer(buffer)
+            output[..<headroom].initializeMemory(as: UInt8.self, repeating: 0)
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: output[headroom..<headroom + Self.nonceSize])
+            nonces.next(into: nonce)
+            context.withAssociatedData { associated in
+                key(for: context).seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), associatedData: associated,
+                                       into: UnsafeMutableRawBufferPointer(rebasing: output[(headroom + Self.nonceSize)...]))
+            }
+            initialized = count
         }
     }
 
-    private func key(for context: Context) -> SymmetricKey { context.isBlob ? valueKey : indexKey }
+    /// The plaintext of `sealed`, or `nil` when it is damaged, was sealed under another key or
+    /// for another context.
+    func open(_ sealed: UnsafeRawBufferPointer, context: Context) -> [UInt8]? {
+        guard sealed.count >= Self.overhead else { return nil }
+        var opened = false
+        let plain = [UInt8](unsafeUninitializedCapacity: sealed.count - Self.overhead) { buffer, initialized in
+            opened = open(sealed, context: context, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = buffer.count
+        }
+        return opened ? plain : nil
+    }
+
+    /// `body` of the plaintext of `sealed` (valid only inside it), or `nil` when it is
+    /// damaged, was sealed under another key or for another context.
+    func open<Result>(_ sealed: UnsafeRawBufferPointer, context: Context,
+                      _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+        guard sealed.count >= Self.overhead else { return nil }
+        return withUnsafeTemporaryAllocation(byteCount: sealed.count - Self.overhead, alignment: 16) { plain in
+            open(sealed, context: context, into: plain) ? body(UnsafeRawBufferPointer(plain)) : nil
+        }
+    }
+
+    /// Opens `sealed` (at least `overhead` bytes) into `plain`, its exact plaintext size.
+    private func open(_ sealed: UnsafeRawBufferPointer, context: Context, into plain: UnsafeMutableRawBufferPointer) -> Bool {
+        context.withAssociatedData { associated in
+            key(for: context).open(UnsafeRawBufferPointer(rebasing: sealed[Self.nonceSize...]),
+                                   nonce: UnsafeRawBufferPointer(rebasing: sealed[..<Self.nonceSize]),
+                                   associatedData: associated, into: plain)
+        }
+    }
+
+    private func key(for context: Context) -> AESGCMKey { context.isBlob ? valueKey : indexKey }
 
     /// A blob's id under encryption: HMAC-MD5 of the value's bytes, keyed.
     func blobID(hashing value: UnsafeRawBufferPointer) -> BlobID {
-        let code = HMAC<Insecure.MD5>.authenticationCode(for: value, using: idKey)
-        return code.withUnsafeBytes { BlobID(digestBytes: $0)! }
+        var hmac = keyedMD5
+        hmac.update(data: value)
+        return hmac.finalize().withUnsafeBytes { BlobID(digestBytes: $0)! }
     }
 
     /// The journal header's key check for a journal of salt `salt`: the first 4 bytes of

@@ -61,12 +61,11 @@ struct PreparedBlob: Sendable {
         var payloadCount = encoded.payloadCount
         if let cipher {
             let headroom = PackFormat.recordHeaderSize
-            let sealed = buffer.withUnsafeBytes {
-                cipher.seal(UnsafeRawBufferPointer(rebasing: $0[headroom...]),
-                            context: .blob(id: id, codec: encoded.tag, rawLength: rawLength))
+            buffer = buffer.withUnsafeBytes {
+                cipher.seal(UnsafeRawBufferPointer(rebasing: $0[headroom..<headroom + payloadCount]),
+                            context: .blob(id: id, codec: encoded.tag, rawLength: rawLength), headroom: headroom)
             }
-            buffer = [UInt8](repeating: 0, count: headroom) + sealed
-            payloadCount = sealed.count
+            payloadCount += CacheCipher.overhead
         }
         let packed = payloadCount + PackFormat.recordHeaderSize < packThreshold && payloadCount <= Int(UInt32.max)
         let imageStart: Int

@@ -13,12 +13,16 @@ enum SealedPayload {
         case (true, let cipher?):
             first?()
             guard let id else { return .failure(.sealing("sealed blob read without its id")) }
-            // Stored raw: the plaintext is the value; else decoded straight from it.
+            // Stored raw: the plaintext is the value, opened straight into it; else decoded
+            // straight from the plaintext.
             let context = CacheCipher.Context.blob(id: id, codec: codec, rawLength: rawLength)
-            guard let decoded = cipher.open(payload, context: context, { plain -> [UInt8]? in
-                codec == .none ? (plain.count == rawLength ? Array(plain) : nil)
-                    : Compression.decode(plain, tag: codec, rawCount: rawLength)
-            }) else {
+            let decoded: [UInt8]??
+            if codec == .none {
+                decoded = cipher.open(payload, context: context).map { $0.count == rawLength ? $0 : nil }
+            } else {
+                decoded = cipher.open(payload, context: context) { Compression.decode($0, tag: codec, rawCount: rawLength) }
+            }
+            guard let decoded else {
                 return .failure(.sealing("AES-GCM tag does not verify (damaged, or sealed under another key)"))
             }
             value = decoded
