@@ -229,6 +229,43 @@ struct EncryptionTests {
         if place == "journal record" { #expect(try reopened.bytes(forKey: "small") == values[1]) }
     }
 
+    @Test("a read checks a sealed blob by its tag alone: a damaged outer checksum still gives the true bytes, and fsck reports it")
+    func readsTrustTheTag() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: encrypted())
+        try cache.set(values[1], forKey: "small")         // packed
+        try cache.set(values[5], forKey: "large")         // loose
+        try cache.close()
+        let files = regularFiles(under: dir.path)
+        let loosePath = files.keys.first { $0.hasPrefix("objects/") }!
+        var loose = files[loosePath]!
+        loose[24] ^= 0x01                                  // the XXH64 field
+        try Data(loose).write(to: URL(fileURLWithPath: dir.appending(loosePath)))
+        var pack = files["packs/000001.pack"]!
+        pack[PackFormat.segmentHeaderSize + 36] ^= 0x01    // the record checksum field
+        try Data(pack).write(to: URL(fileURLWithPath: dir.appending("packs/000001.pack")))
+
+        let reopened = try BlobCache(directory: dir.path, configuration: encrypted())
+        #expect(try reopened.bytes(forKey: "small") == values[1])
+        #expect(try reopened.bytes(forKey: "large") == values[5])
+        try reopened.close()
+        let report = try BlobCache.check(directory: dir.path, options: checkOptions(testKey))
+        #expect(report.errors.count == 2, "\(report.findings)")
+        #expect(report.errors.allSatisfy { $0.detail.contains("mismatch") }, "\(report.errors)")
+
+        // A payload byte changed with the checksum left as it was: the tag still refuses it.
+        var damaged = files[loosePath]!
+        damaged[LooseBlobFormat.headerSize + CacheCipher.nonceSize + 10] ^= 0x01
+        try Data(damaged).write(to: URL(fileURLWithPath: dir.appending(loosePath)))
+        let again = try BlobCache(directory: dir.path, configuration: encrypted())
+        defer { try? again.close() }
+        do {
+            #expect(try again.bytes(forKey: "large") == nil)
+        } catch let error as BlobCacheError {
+            guard case .corruptBlob = error else { throw error }
+        }
+    }
+
     private func checkOptions(_ key: SymmetricKey) -> BlobCache.CheckOptions {
         var options = BlobCache.CheckOptions()
         options.encryption = .aesGCM(key: key)

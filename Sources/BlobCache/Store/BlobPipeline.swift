@@ -107,7 +107,7 @@ struct BlobPipeline: Sendable {
                 return checked
             }
             let file = try io.read(fd, count: Int(size), at: 0, path: path)
-            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: cipher) }
+            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: cipher, checking: .tagWhenSealed) }
         case .packed(let segment, let offset, let writtenEnd):
             return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd, cipher: cipher)
         }

@@ -130,10 +130,10 @@ enum PackFormat {
                                      sealed: flags & LooseBlobFormat.sealedFlag != 0))
     }
 
-    /// Checks one record (header + payload, as read at its offset) and decodes it, opening its
-    /// seal under `cipher`.
+    /// Checks one record (header + payload, as read at its offset) as `check` says and decodes
+    /// it, opening its seal under `cipher`.
     static func decode(record bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?,
-                       cipher: CacheCipher?) -> Result<[UInt8], BlobDamage> {
+                       cipher: CacheCipher?, checking check: PayloadCheck = .everything) -> Result<[UInt8], BlobDamage> {
         let header: RecordHeader
         switch parseRecordHeader(bytes) {
         case .failure(let damage): return .failure(damage)
@@ -150,7 +150,8 @@ enum PackFormat {
         }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[recordHeaderSize..<recordHeaderSize + header.payloadLength])
         let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
-        guard header.checksumKind.value(head: head, payload: payload) == header.checksum else {
+        guard check.tagSuffices(sealed: header.sealed, cipher: cipher)
+                || header.checksumKind.value(head: head, payload: payload) == header.checksum else {
             return .failure(.checksum(header.checksumKind == .crc32 ? "CRC mismatch" : "XXH64 mismatch"))
         }
         return SealedPayload.decode(payload, sealed: header.sealed, cipher: cipher, id: header.id, codec: header.codec,

@@ -52,9 +52,9 @@ final class PackSegment: Sendable {
         if let mapping, Int64(offset) + Int64(length) <= Int64(mapping.count) {
             // No system call and no copy: checked and decoded from the page cache.
             return PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<Int(offset) + length]),
-                                     expecting: info, cipher: cipher)
+                                     expecting: info, cipher: cipher, checking: .tagWhenSealed)
         }
         let record = try io.read(descriptor, count: length, at: Int64(offset), path: path)
-        return record.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info, cipher: cipher) }
+        return record.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info, cipher: cipher, checking: PayloadCheck.tagWhenSealed) }
     }
 }
