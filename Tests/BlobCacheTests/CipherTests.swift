@@ -100,6 +100,13 @@ struct CipherTests {
         }
     }
 
+    #if os(Linux)
+    @Test("on Linux, seals use a kept BoringSSL context (swift-crypto's C layer is importable)")
+    func keptContextOnLinux() {
+        #expect(AESGCMKey.keepsContext)
+    }
+    #endif
+
     @Test("nonces are never handed out twice, across refills of the pool")
     func noncesAreUnique() {
         let nonces = NonceSource()

@@ -44,13 +44,13 @@ extension CacheChecker {
 }
 
 extension CacheEngine {
-    /// Verifies every indexed blob in full; entries whose blob is damaged or missing are removed
+    /// Verifies every indexed blob in full (every check fsck makes); entries whose blob is damaged or missing are removed
     /// (reason repair) and a loose blob whose file is intact but differs from the journal's
     /// record (codec, stored size) gets its record corrected.
     func dropEntriesWithDamagedBlobs() throws {
         var damaged = Set<BlobID>()
         for (id, blob) in index.storedBlobs {
-            switch try pipeline.read(blob.info, at: try store.location(of: blob.info)) {
+            switch try pipeline.read(blob.info, at: try store.location(of: blob.info), checking: .everything) {
             case .failure:
                 damaged.insert(id)
             case .success(let value):

@@ -1,6 +1,8 @@
 import Crypto
 #if canImport(CCryptoBoringSSL)
 import CCryptoBoringSSL
+#elseif canImport(Darwin)
+import Darwin
 #endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -23,6 +25,16 @@ import Foundation
 final class AESGCMKey: @unchecked Sendable {
     static let tagSize = 16
     static let nonceSize = 12
+    /// Whether sealing uses a kept BoringSSL context (true on Linux); false where swift-crypto
+    /// is CryptoKit and each call sets its key up anew. A test pins it on Linux, so a
+    /// swift-crypto that stops exposing its C layer fails loudly instead of slowing down.
+    static let keepsContext: Bool = {
+        #if canImport(CCryptoBoringSSL)
+        true
+        #else
+        false
+        #endif
+    }()
 
     #if canImport(CCryptoBoringSSL)
     /// Written once, here, then only read (BoringSSL's seal and open take it `const`).
@@ -34,17 +46,20 @@ final class AESGCMKey: @unchecked Sendable {
         context.initialize(to: EVP_AEAD_CTX())
         let ready = key.withUnsafeBytes { key in
             CCryptoBoringSSL_EVP_AEAD_CTX_init(context, CCryptoBoringSSL_EVP_aead_aes_256_gcm(),
-                                               key.bindMemory(to: UInt8.self).baseAddress, key.count, Self.tagSize, nil)
+                                               key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count, Self.tagSize, nil)
         }
         precondition(ready == 1, "EVP_AEAD_CTX_init failed for a 256-bit AES-GCM key")
     }
 
     deinit {
         CCryptoBoringSSL_EVP_AEAD_CTX_cleanup(context)
+        // The expanded key lives in the context itself, which cleanup does not wipe.
+        CCryptoBoringSSL_OPENSSL_cleanse(context, MemoryLayout<EVP_AEAD_CTX>.size)
         context.deallocate()
     }
 
-    /// Seals `plaintext` into `output` (exactly `plaintext.count + tagSize` bytes).
+    /// Seals `plaintext` into `output` (exactly `plaintext.count + tagSize` bytes; it may
+    /// start where `plaintext` does, which BoringSSL allows: sealing in place).
     func seal(_ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
               associatedData: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         precondition(output.count == plaintext.count + Self.tagSize && nonce.count == Self.nonceSize)

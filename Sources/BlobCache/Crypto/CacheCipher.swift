@@ -58,6 +58,7 @@ struct CacheCipher: Sendable {
             withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer in
                 var count = 0
                 func append(_ bytes: UnsafeRawBufferPointer) {
+                    precondition(count + bytes.count <= buffer.count, "associated data longer than its buffer")
                     UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + bytes.count]).copyMemory(from: bytes)
                     count += bytes.count
                 }
@@ -98,6 +99,19 @@ struct CacheCipher: Sendable {
                                        into: UnsafeMutableRawBufferPointer(rebasing: output[(headroom + Self.nonceSize)...]))
             }
             initialized = count
+        }
+    }
+
+    /// Seals in place: `buffer` holds room for the nonce, then the plaintext, then room for
+    /// the tag, and ends as `nonce ‖ ciphertext ‖ tag` (no copy of the plaintext).
+    func sealInPlace(_ buffer: UnsafeMutableRawBufferPointer, context: Context) {
+        precondition(buffer.count >= Self.overhead)
+        let nonce = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Self.nonceSize])
+        nonces.next(into: nonce)
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[Self.nonceSize...])
+        let plaintext = UnsafeRawBufferPointer(rebasing: sealed[..<(sealed.count - Self.tagSize)])
+        context.withAssociatedData { associated in
+            key(for: context).seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), associatedData: associated, into: sealed)
         }
     }
 

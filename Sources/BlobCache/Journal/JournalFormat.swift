@@ -84,13 +84,16 @@ enum JournalFormat {
         writer.append(UInt32(0))
         writer.append(UInt32(0))
         writer.append(kind.rawValue)
-        encodePayload(&writer)
         if let cipher {
-            let sealed = writer.bytes.withUnsafeBytes {
-                cipher.seal(UnsafeRawBufferPointer(rebasing: $0[(start + frameSize)...]), context: .record(kind: kind.rawValue))
+            // Sealed where it was encoded: room for the nonce in front, the tag behind.
+            writer.bytes.append(contentsOf: repeatElement(0, count: CacheCipher.nonceSize))
+            encodePayload(&writer)
+            writer.bytes.append(contentsOf: repeatElement(0, count: CacheCipher.tagSize))
+            writer.bytes.withUnsafeMutableBytes {
+                cipher.sealInPlace(UnsafeMutableRawBufferPointer(rebasing: $0[(start + frameSize)...]), context: .record(kind: kind.rawValue))
             }
-            writer.bytes.removeSubrange((start + frameSize)...)
-            writer.append(bytes: sealed)
+        } else {
+            encodePayload(&writer)
         }
         let payloadLength = writer.bytes.count - start - frameSize
         let crc = writer.bytes.withUnsafeBytes { CRC32.update(seed, UnsafeRawBufferPointer(rebasing: $0[(start + 8)...])) }

@@ -84,8 +84,10 @@ struct BlobPipeline: Sendable {
         if let staged { _ = try? io.remove(staged.temporary) }
     }
 
-    /// Reads and checks a blob; `.failure` says how it is damaged (or missing).
-    func read(_ info: BlobInfo, at location: BlobStore.Location?) throws -> Result<[UInt8], BlobDamage> {
+    /// Reads and checks a blob as `check` says (a read trusts a sealed blob's tag; repair
+    /// checks everything fsck does); `.failure` says how it is damaged (or missing).
+    func read(_ info: BlobInfo, at location: BlobStore.Location?,
+              checking check: PayloadCheck = .tagWhenSealed) throws -> Result<[UInt8], BlobDamage> {
         switch location {
         case nil:
             return .failure(.missing("its pack segment is gone"))
@@ -107,9 +109,9 @@ struct BlobPipeline: Sendable {
                 return checked
             }
             let file = try io.read(fd, count: Int(size), at: 0, path: path)
-            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: cipher, checking: .tagWhenSealed) }
+            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: cipher, checking: check) }
         case .packed(let segment, let offset, let writtenEnd):
-            return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd, cipher: cipher)
+            return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd, cipher: cipher, checking: check)
         }
     }
 }

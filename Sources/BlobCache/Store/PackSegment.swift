@@ -42,7 +42,8 @@ final class PackSegment: Sendable {
     /// Reads and checks the record at `offset`, returning the value's bytes; `writtenEnd` is
     /// how many bytes of the file the store had written when the read began; `cipher` opens
     /// sealed records.
-    func readValue(at offset: UInt64, expecting info: BlobInfo, writtenEnd: Int64, cipher: CacheCipher?) throws -> Result<[UInt8], BlobDamage> {
+    func readValue(at offset: UInt64, expecting info: BlobInfo, writtenEnd: Int64, cipher: CacheCipher?,
+                   checking check: PayloadCheck) throws -> Result<[UInt8], BlobDamage> {
         let length = PackFormat.recordHeaderSize + info.payloadLength
         // Lengths and offsets come from the journal (each checked to be below 2^48), so these
         // sums cannot overflow; a record that would end past the written bytes is not read.
@@ -52,9 +53,9 @@ final class PackSegment: Sendable {
         if let mapping, Int64(offset) + Int64(length) <= Int64(mapping.count) {
             // No system call and no copy: checked and decoded from the page cache.
             return PackFormat.decode(record: UnsafeRawBufferPointer(rebasing: mapping[Int(offset)..<Int(offset) + length]),
-                                     expecting: info, cipher: cipher, checking: .tagWhenSealed)
+                                     expecting: info, cipher: cipher, checking: check)
         }
         let record = try io.read(descriptor, count: length, at: Int64(offset), path: path)
-        return record.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info, cipher: cipher, checking: PayloadCheck.tagWhenSealed) }
+        return record.withUnsafeBytes { PackFormat.decode(record: $0, expecting: info, cipher: cipher, checking: check) }
     }
 }
