@@ -5,7 +5,8 @@ import Foundation
 // `--workloads encryption` (issue 16): W1, W2 and W3 put and get with encryption off and on,
 // interleaved (the order alternates each round), `ENCRYPTION_ROUNDS` rounds (default 3);
 // each row is the median of its rounds, the `.aes` rows' notes give the ratio to the plain
-// row of the same round, per round and median. Then AES-256-GCM alone, sealing and opening
+// row of the same round, per round and median. Then gets alone in closely paired passes
+// (`pairedGets`), and AES-256-GCM alone, sealing and opening
 // 1 MiB in memory (swift-crypto, one core): the limit the W3 rows are measured against.
 
 let encryptionRounds = ProcessInfo.processInfo.environment["ENCRYPTION_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
@@ -57,7 +58,52 @@ func encryptionComparison(_ options: Options, corpus: Corpus) throws -> [Measure
             + ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ") + ")"
         results.append(row)
     }
+    results += try pairedGets(options, w2: w2, w3: w3)
     results += aesAlone()
+    return results
+}
+
+/// Gets alone, paired closely: W2 and W3 are stored once with encryption off and once on,
+/// then `ENCRYPTION_GET_PASSES` (default 9) passes over every key alternate between the two
+/// caches (the order flipping each pass). A W2 pass takes about 30 ms, short enough for this
+/// machine's noise to swing one round's ratio from 0.4 to 1.3; adjacent pairs see the same
+/// conditions. Rows `W2.get.paired.aes` and `W3.get.paired.aes`: the median pass, with the
+/// median of the per-pair ratios in the note.
+private func pairedGets(_ options: Options, w2: [[UInt8]], w3: [[UInt8]]) throws -> [Measurement] {
+    let passes = ProcessInfo.processInfo.environment["ENCRYPTION_GET_PASSES"].flatMap { Int($0) }.map { max(1, $0) } ?? 9
+    var results: [Measurement] = []
+    for (name, blobs) in [("W2", w2), ("W3", w3)] {
+        let keys = blobs.map(md5Hex)
+        var engines: [Engine] = []
+        for encrypted in [false, true] {
+            var setting = options
+            setting.encrypted = encrypted
+            // Memory tier off: every get reads, checks and opens from disk.
+            let engine = try makeEngine(setting, directory: freshDirectory(options.work, name + (encrypted ? ".paired.aes" : ".paired")),
+                                        memoryLimit: 0)
+            for (key, blob) in zip(keys, blobs) { try blob.withUnsafeBytes { try engine.put($0, key: key) } }
+            engines.append(engine)
+        }
+        var seconds: [[Double]] = [[], []]
+        let bytes = blobs.reduce(0) { $0 + $1.count }
+        settle()
+        for pass in 0..<passes {
+            for which in pass % 2 == 0 ? [0, 1] : [1, 0] {
+                var read = 0
+                let start = now()
+                for key in keys { read += try engines[which].get(key) ?? 0 }
+                seconds[which].append(now() - start)
+                precondition(read == bytes, "\(name): read \(read) bytes, stored \(bytes)")
+            }
+        }
+        for engine in engines { try engine.close() }
+        let ratios = zip(seconds[0], seconds[1]).map { $0 / $1 }
+        results.append(Measurement(workload: name + ".get.paired", ops: keys.count, seconds: median(seconds[0]), bytes: bytes))
+        var row = Measurement(workload: name + ".get.paired.aes", ops: keys.count, seconds: median(seconds[1]), bytes: bytes)
+        row.note = "vs plain: median \(String(format: "%.2f", median(ratios)))× (\(passes) passes: "
+            + ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ") + ")"
+        results.append(row)
+    }
     return results
 }
 

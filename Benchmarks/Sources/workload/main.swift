@@ -34,7 +34,9 @@ let usage = """
     READERS_ROUNDS=N for more, as under perf).
     --workloads encryption runs W1, W2 and W3 with encryption off and on, interleaved
     (ENCRYPTION_ROUNDS rounds, default 3; medians, each .aes row's note the per-round ratios),
-    then AES-256-GCM alone on 1 MiB. --encrypt runs any workload with encryption on.
+    then W2 and W3 gets alone in closely paired passes from disk (ENCRYPTION_GET_PASSES,
+    default 9; W2.get.paired.aes, W3.get.paired.aes), then AES-256-GCM alone on 1 MiB.
+    --encrypt runs any workload with encryption on.
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
     fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
     measures nginx's own GET rate for the same files with wrk.

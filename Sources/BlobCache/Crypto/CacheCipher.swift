@@ -9,10 +9,12 @@ import Foundation
 /// under its own label (docs/FORMAT.md, "Encryption"), and the sealing they do: blob payloads,
 /// journal records and the snapshot with AES-256-GCM (a random 96-bit nonce per seal, stored as
 /// `nonce ‖ ciphertext ‖ tag`), blob ids with HMAC-MD5, and the journal header's key check.
+/// A class: the read path passes it along at every get, and a struct of five references paid
+/// a retain and a release for each (0.25 µs a get in `perf`).
 ///
 ///     let cipher = try CacheCipher(.aesGCM(key: key))
 ///     let sealed = cipher.seal(payload, context: .blob(id: id, codec: .lz4, rawLength: n))
-struct CacheCipher: Sendable {
+final class CacheCipher: Sendable {
     /// Bytes a seal adds: the nonce in front, the tag behind.
     static let overhead = nonceSize + tagSize
     static let nonceSize = AESGCMKey.nonceSize
