@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 @testable import BlobCache
@@ -76,5 +77,73 @@ struct EncryptionCLITests {
         #expect(try cli.run(["--key-file", second, "get", "large"]).stdout == large)
         let fsck = try cli.run(["--key-file", second, "fsck"])
         #expect(fsck.status == 0 && !fsck.output.contains("dangling"))
+    }
+
+    @Test("a real SIGKILL at a different moment of compact --rekey each round: the old key or the new key works, never neither",
+          arguments: 0..<7)
+    func killedDuringRekey(round: Int) throws {
+        let dir = TemporaryDirectory()
+        let cache = dir.appending("cache")
+        let oldKeyFile = dir.appending("old.key"), newKeyFile = dir.appending("new.key")
+        let oldKey = [UInt8](repeating: 0x42, count: 32), newKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 * 11 + 5) }
+        writeFile(oldKeyFile, oldKey)
+        writeFile(newKeyFile, newKey)
+        func configuration(_ key: [UInt8]) -> BlobCache.Configuration {
+            .testing { $0.encryption = .aesGCM(key: SymmetricKey(data: key)) }
+        }
+        var expected: [String: [UInt8]] = [:]
+        do {
+            let store = try BlobCache(directory: cache, configuration: configuration(oldKey))
+            for n in 0..<300 {
+                let value = Samples.random(n % 6 == 0 ? 70_000 + n : 300 + n, seed: UInt64(n))   // loose (over 64 KiB) and packed
+                try store.set(value, forKey: "k\(n)")
+                expected["k\(n)"] = value
+            }
+            try store.close()
+        }
+        let looseBefore = filesBelow(cache + "/objects").count
+        let process = Process()
+        process.executableURL = ChildProcess.productsDirectory.appendingPathComponent("blobcache")
+        process.arguments = ["--dir", cache, "--key-file", oldKeyFile, "compact", "--rekey", newKeyFile]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Each round waits for a later stage of the rekey, seen in the file system, then lets
+        // it run a while longer (no sleeps; nothing checked depends on where it lands):
+        // 0 at once; 1-2 while blobs are rewritten under the new key (more loose files than
+        // before); 3-4 once the new journal is being written (journal.tmp); 5-6 after the
+        // commit (journal.tmp gone again), in the compaction that deletes the old blobs.
+        var generator = SeededGenerator(seed: UInt64(100 + round))
+        let spins = round < 3 ? round - 1 : Int(generator.next() % 400)   // rounds 1-2: the rewrite is quick
+        func waitFor(_ condition: () -> Bool) { while process.isRunning && !condition() {} }
+        let journalTemporary = cache + "/journal.tmp"
+        switch round {
+        case 0: break
+        case 1, 2: waitFor { filesBelow(cache + "/objects").count > looseBefore }
+        case 3, 4: waitFor { FileManager.default.fileExists(atPath: journalTemporary) }
+        default:
+            waitFor { FileManager.default.fileExists(atPath: journalTemporary) }
+            waitFor { !FileManager.default.fileExists(atPath: journalTemporary) }
+        }
+        if spins > 0 { for _ in 0..<spins where process.isRunning { _ = FileManager.default.fileExists(atPath: journalTemporary) } }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+
+        // Exactly one key opens the cache, and with it every value reads back and fsck is clean.
+        let working: [UInt8]
+        do {
+            try BlobCache(directory: cache, configuration: configuration(oldKey)).close()
+            working = oldKey
+        } catch BlobCacheError.wrongEncryptionKey {
+            working = newKey
+        }
+        let other = working == oldKey ? newKey : oldKey
+        print("rekey killed in round \(round): the \(working == oldKey ? "old" : "new") key works")
+        #expect(throws: BlobCacheError.self) { try BlobCache(directory: cache, configuration: configuration(other)) }
+        let reopened = try BlobCache(directory: cache, configuration: configuration(working))
+        #expect(try reopened.keys().count == expected.count)
+        for (key, value) in expected { #expect(try reopened.bytes(forKey: key) == value, "round \(round): \(key)") }
+        try reopened.close()
+        let fsck = try CLI(directory: cache).run(["--key-file", working == oldKey ? oldKeyFile : newKeyFile, "fsck"])
+        #expect(fsck.status == 0, "round \(round): \(fsck.output)")
     }
 }
