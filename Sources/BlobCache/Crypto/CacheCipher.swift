@@ -94,12 +94,7 @@ final class CacheCipher: Sendable {
         return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             let output = UnsafeMutableRawBufferPointer(buffer)
             output[..<headroom].initializeMemory(as: UInt8.self, repeating: 0)
-            let nonce = UnsafeMutableRawBufferPointer(rebasing: output[headroom..<headroom + Self.nonceSize])
-            nonces.next(into: nonce)
-            context.withAssociatedData { associated in
-                key(for: context).seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), associatedData: associated,
-                                       into: UnsafeMutableRawBufferPointer(rebasing: output[(headroom + Self.nonceSize)...]))
-            }
+            seal(plaintext, into: UnsafeMutableRawBufferPointer(rebasing: output[headroom...]), context: context)
             initialized = count
         }
     }
@@ -108,12 +103,18 @@ final class CacheCipher: Sendable {
     /// the tag, and ends as `nonce ‖ ciphertext ‖ tag` (no copy of the plaintext).
     func sealInPlace(_ buffer: UnsafeMutableRawBufferPointer, context: Context) {
         precondition(buffer.count >= Self.overhead)
-        let nonce = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Self.nonceSize])
+        let plaintext = UnsafeRawBufferPointer(rebasing: buffer[Self.nonceSize..<(buffer.count - Self.tagSize)])
+        seal(plaintext, into: buffer, context: context)
+    }
+
+    /// Writes `nonce ‖ ciphertext ‖ tag` of `plaintext` to `output` (exactly `overhead` bytes
+    /// more; the plaintext may already sit where the ciphertext goes).
+    private func seal(_ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, context: Context) {
+        let nonce = UnsafeMutableRawBufferPointer(rebasing: output[..<Self.nonceSize])
         nonces.next(into: nonce)
-        let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[Self.nonceSize...])
-        let plaintext = UnsafeRawBufferPointer(rebasing: sealed[..<(sealed.count - Self.tagSize)])
         context.withAssociatedData { associated in
-            key(for: context).seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), associatedData: associated, into: sealed)
+            key(for: context).seal(plaintext, nonce: UnsafeRawBufferPointer(nonce), associatedData: associated,
+                                   into: UnsafeMutableRawBufferPointer(rebasing: output[Self.nonceSize...]))
         }
     }
 
