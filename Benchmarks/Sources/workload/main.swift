@@ -13,6 +13,7 @@ let usage = """
            workload w4-open CACHE-DIR KEY [--warm]
            workload gets CACHE-DIR [ROUNDS]
            workload opens CACHE-DIR [ROUNDS] [--replay]
+           workload replay-open CACHE-DIR
 
     Replays the standard workloads (../shared/bench/README.md) and prints a table and one JSON
     line. --files DIR replays W1 over any directory of files; --workloads placement compares
@@ -37,6 +38,10 @@ let usage = """
     then W2 and W3 gets alone in closely paired passes from disk (ENCRYPTION_GET_PASSES,
     default 9; W2.get.paired.aes, W3.get.paired.aes), then AES-256-GCM alone on 1 MiB.
     --encrypt runs any workload with encryption on.
+    --workloads scale: per-op cost of W1-style puts and random-order gets of small distinct
+    values at each size in SCALE_SIZES (default 10000,1000000) against the first; then for each
+    size in SCALE_INDEX_SIZES (default 1000000,10000000) the snapshot's bytes, the index's
+    resident bytes per entry, a cold open + get (fresh process) and a full replay (records/s).
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
     fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
     measures nginx's own GET rate for the same files with wrk.
@@ -213,7 +218,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
 
 func run(_ options: Options) throws -> [Measurement] {
     var results: [Measurement] = []
-    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "encryption"].contains($0) } && options.files == nil
+    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "encryption", "scale"].contains($0) } && options.files == nil
     let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
     for workload in options.workloads {
         switch workload {
@@ -287,6 +292,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "remote":
             guard options.engine == "blobcache" else { continue }
             results += try remoteTier(options)
+        case "scale":
+            guard options.engine == "blobcache" else { continue }
+            results += try scale(options, corpus: corpus!)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }
@@ -435,6 +443,10 @@ do {
     }
     if arguments.first == "w6-child", arguments.count == 4, let index = Int(arguments[2]), let count = Int(arguments[3]) {
         try w6Child(directory: arguments[1], index: index, count: count)
+        exit(0)
+    }
+    if arguments.first == "replay-open", arguments.count == 2 {
+        try replayOpen(directory: arguments[1])
         exit(0)
     }
     if arguments.first == "gets", arguments.count >= 2 {
