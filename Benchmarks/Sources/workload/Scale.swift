@@ -86,7 +86,7 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
             var get = Measurement(workload: "scale.\(count).get", ops: count, seconds: getSeconds, bytes: read)
             get.note = note(perOp.get, base!.get) + " (random order)"
             results += [put, get]
-            try? FileManager.default.removeItem(atPath: options.work + "/scale-\(count)")
+            if !options.keepWork { try? FileManager.default.removeItem(atPath: options.work + "/scale-\(count)") }
         }
         for count in sizes("SCALE_INDEX_SIZES", [1_000_000, 10_000_000]) {
             results += try indexAtScale(options, count: count, corpus: corpus, all: all, buffer: buffer)
@@ -100,7 +100,7 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
 private func indexAtScale(_ options: Options, count: Int, corpus: Corpus, all: UnsafeRawBufferPointer,
                           buffer: UnsafeMutableRawBufferPointer) throws -> [Measurement] {
     let directory = freshDirectory(options.work, "scale-index-\(count)")
-    defer { try? FileManager.default.removeItem(atPath: directory) }
+    defer { if !options.keepWork { try? FileManager.default.removeItem(atPath: directory) } }
     let keys = scaleKeys(count, corpus: corpus)
     let engine = try makeEngine(options, directory: directory)
     let start = now()
