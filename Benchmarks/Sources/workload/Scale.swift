@@ -54,8 +54,9 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
     defer { buffer.deallocate() }
     try corpus.concat.withUnsafeBytes { all in
+        let counts = sizes("SCALE_SIZES", [10_000, 1_000_000])
         var base: (put: Double, get: Double)?
-        for count in sizes("SCALE_SIZES", [10_000, 1_000_000]) {
+        for count in counts {
             let keys = scaleKeys(count, corpus: corpus)
             let order = fixedShuffle(count)
             let engine = try makeEngine(options, directory: freshDirectory(options.work, "scale-\(count)"))
@@ -78,8 +79,7 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
             let perOp = (put: putSeconds / Double(count), get: getSeconds / Double(count))
             base = base ?? perOp
             func note(_ cost: Double, _ baseCost: Double) -> String {
-                String(format: "%.2f µs/op, %.2f× the per-op cost at %d entries", cost * 1e6, cost / baseCost,
-                       sizes("SCALE_SIZES", [10_000, 1_000_000]).first ?? count)
+                String(format: "%.2f µs/op, %.2f× the per-op cost at %d entries", cost * 1e6, cost / baseCost, counts[0])
             }
             var put = Measurement(workload: "scale.\(count).put", ops: count, seconds: putSeconds, bytes: bytes)
             put.note = note(perOp.put, base!.put)
