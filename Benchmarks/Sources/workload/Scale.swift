@@ -134,8 +134,8 @@ private func indexAtScale(_ options: Options, count: Int, corpus: Corpus, all: U
 }
 
 /// The child side of the replay row: deletes the snapshot, opens the cache (replaying the whole
-/// journal) and prints the records replayed and the seconds the open took. The cache is closed
-/// without waiting for its snapshot to be timed.
+/// journal) and prints the records replayed and the seconds the open took (the close, which
+/// writes a new snapshot, is not timed).
 func replayOpen(directory: String) throws {
     try? FileManager.default.removeItem(atPath: directory + "/index")
     let start = now()
