@@ -120,36 +120,72 @@ static inline unsigned blobcache_le32(const unsigned char *p) {
     return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24;
 }
 
+/* Where an index of an LZ4 frame stands (blobcache_lz4_frame_index_step): zero it to start. */
+typedef struct {
+    size_t pos;          /* the next byte to read */
+    size_t blockMax;     /* from the frame descriptor, once read */
+    long count;          /* blocks found so far */
+    unsigned flags;      /* the descriptor's FLG byte, once read */
+    int stage;           /* 0: before the frame header, 1: among the blocks */
+} blobcache_lz4_index_state;
+
 /* Indexes the blocks of an LZ4 frame whose blocks are independent, with no dictionary and no
- * block checksums (what blobcache_lz4_compress_frame writes). Returns the number of blocks and
- * sets *blockMax, or -1 when the frame is of another kind, damaged, or has more than capacity
- * blocks: the caller then decodes it with LZ4F. */
+ * block checksums (what blobcache_lz4_compress_frame writes), reading only src[0 ..< available]
+ * of its srcSize bytes, so that a frame still arriving (being decrypted) is indexed as it comes:
+ * each call goes on from *state and adds the blocks that have wholly arrived. Returns 1 once the
+ * frame is indexed to its end, 0 when it needs more bytes (never when available == srcSize), or
+ * -1 when the frame is of another kind, damaged, or has more than capacity blocks: the caller
+ * then decodes it with LZ4F. */
+static inline int blobcache_lz4_frame_index_step(const void *src, size_t available, size_t srcSize,
+                                                 blobcache_lz4_index_state *state,
+                                                 blobcache_lz4_block *blocks, long capacity) {
+    const unsigned char *p = (const unsigned char *)src;
+    if (available > srcSize) return -1;
+    if (state->stage == 0) {
+        if (srcSize < 7) return -1;
+        if (available < 6) return 0;
+        if (blobcache_le32(p) != 0x184D2204u) return -1;
+        unsigned flg = p[4], bd = p[5];
+        if ((flg >> 6) != 1 || !(flg & 0x20) || (flg & 0x10) || (flg & 0x01)) return -1;
+        unsigned id = (bd >> 4) & 7;
+        if (id < 4) return -1;
+        size_t headerEnd = 6 + ((flg & 0x08) ? 8 : 0) + 1;   /* descriptor, content size, header checksum */
+        if (headerEnd > srcSize) return -1;
+        if (headerEnd > available) return 0;
+        state->flags = flg;
+        state->blockMax = (size_t)1 << (8 + 2 * id);
+        state->pos = headerEnd;
+        state->count = 0;
+        state->stage = 1;
+    }
+    for (;;) {
+        size_t pos = state->pos;
+        if (pos + 4 > srcSize) return -1;
+        if (pos + 4 > available) return 0;
+        unsigned field = blobcache_le32(p + pos);
+        if (field == 0) {                            /* end mark, then the content checksum */
+            size_t end = pos + 4 + ((state->flags & 0x04) ? 4 : 0);
+            return end == srcSize ? 1 : -1;
+        }
+        size_t size = field & 0x7FFFFFFFu;
+        if (size > state->blockMax || pos + 4 + size > srcSize || state->count == capacity) return -1;
+        if (pos + 4 + size > available) return 0;
+        blocks[state->count].offset = pos + 4;
+        blocks[state->count].size = size;
+        blocks[state->count].uncompressed = (field & 0x80000000u) != 0;
+        state->count++;
+        state->pos = pos + 4 + size;
+    }
+}
+
+/* Indexes a whole frame (blobcache_lz4_frame_index_step on all of it). Returns the number of
+ * blocks and sets *blockMax, or -1. */
 static inline long blobcache_lz4_frame_index(const void *src, size_t srcSize, blobcache_lz4_block *blocks,
                                              long capacity, size_t *blockMax) {
-    const unsigned char *p = (const unsigned char *)src;
-    if (srcSize < 7 || blobcache_le32(p) != 0x184D2204u) return -1;
-    unsigned flg = p[4], bd = p[5];
-    if ((flg >> 6) != 1 || !(flg & 0x20) || (flg & 0x10) || (flg & 0x01)) return -1;
-    unsigned id = (bd >> 4) & 7;
-    if (id < 4) return -1;
-    *blockMax = (size_t)1 << (8 + 2 * id);
-    size_t pos = 6 + ((flg & 0x08) ? 8 : 0) + 1;   /* descriptor, content size, header checksum */
-    long count = 0;
-    for (;;) {
-        if (pos + 4 > srcSize) return -1;
-        unsigned field = blobcache_le32(p + pos);
-        pos += 4;
-        if (field == 0) break;                       /* end mark */
-        size_t size = field & 0x7FFFFFFFu;
-        if (size > *blockMax || pos + size > srcSize || count == capacity) return -1;
-        blocks[count].offset = pos;
-        blocks[count].size = size;
-        blocks[count].uncompressed = (field & 0x80000000u) != 0;
-        count++;
-        pos += size;
-    }
-    if (flg & 0x04) pos += 4;                        /* content checksum */
-    return pos == srcSize ? count : -1;
+    blobcache_lz4_index_state state = {0, 0, 0, 0, 0};
+    if (blobcache_lz4_frame_index_step(src, srcSize, srcSize, &state, blocks, capacity) != 1) return -1;
+    *blockMax = state.blockMax;
+    return state.count;
 }
 
 /* Decodes blocks first, first+step, … of an indexed frame into dst (dstSize bytes in all):
