@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(
             name: "BlobCacheTests",
             dependencies: [
-                "BlobCache", "blobcache", "blobcache-crash-writer",
+                "BlobCache", "blobcache", "blobcache-crash-writer", "CLZ4",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,5 +1,12 @@
 import Dispatch
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -31,6 +38,12 @@ enum Parallel {
                 work()
             }
         })
+    }
+
+    /// Gives this core up for a moment: a core waiting on another's progress (with one core
+    /// lent to something else, spinning would keep the awaited work from running).
+    static func yield() {
+        sched_yield()
     }
 
     /// The tasks, shared with `concurrentPerform`'s threads; each task writes only its own

@@ -39,19 +39,28 @@ final class AESGCMKey: @unchecked Sendable {
     #if canImport(CCryptoBoringSSL)
     /// Written once, here, then only read (BoringSSL's seal and open take it `const`).
     private let context: UnsafeMutablePointer<EVP_AEAD_CTX>
+    /// The same key made ready for BoringSSL's streaming AES-GCM (`EVP_aes_256_gcm`, for
+    /// `beginOpening`): written once, here, then only copied from.
+    private let streamingTemplate: UnsafeMutablePointer<EVP_CIPHER_CTX>
 
     init(_ key: SymmetricKey) {
         precondition(key.bitCount == 256, "AES-256-GCM needs a 256-bit key")
-        context = .allocate(capacity: 1)
+        let context = UnsafeMutablePointer<EVP_AEAD_CTX>.allocate(capacity: 1)
         context.initialize(to: EVP_AEAD_CTX())
+        let template = CCryptoBoringSSL_EVP_CIPHER_CTX_new()!
         let ready = key.withUnsafeBytes { key in
-            CCryptoBoringSSL_EVP_AEAD_CTX_init(context, CCryptoBoringSSL_EVP_aead_aes_256_gcm(),
-                                               key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count, Self.tagSize, nil)
+            let bytes = key.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return CCryptoBoringSSL_EVP_AEAD_CTX_init(context, CCryptoBoringSSL_EVP_aead_aes_256_gcm(), bytes, key.count,
+                                                      Self.tagSize, nil) == 1
+                && CCryptoBoringSSL_EVP_DecryptInit_ex(template, CCryptoBoringSSL_EVP_aes_256_gcm(), nil, bytes, nil) == 1
         }
-        precondition(ready == 1, "EVP_AEAD_CTX_init failed for a 256-bit AES-GCM key")
+        precondition(ready, "BoringSSL refused a 256-bit AES-GCM key")
+        self.context = context
+        streamingTemplate = template
     }
 
     deinit {
+        CCryptoBoringSSL_EVP_CIPHER_CTX_free(streamingTemplate)   // cleanses the expanded key
         CCryptoBoringSSL_EVP_AEAD_CTX_cleanup(context)
         // The expanded key lives in the context itself, which cleanup does not wipe.
         CCryptoBoringSSL_OPENSSL_cleanse(context, MemoryLayout<EVP_AEAD_CTX>.size)
@@ -80,6 +89,62 @@ final class AESGCMKey: @unchecked Sendable {
             context, output.bytes, &written, output.count, nonce.bytes, nonce.count,
             ciphertextAndTag.bytes, ciphertextAndTag.count, associatedData.bytes, associatedData.count)
         return opened == 1 && written == output.count
+    }
+
+    /// Whether `beginOpening` opens in pieces here (BoringSSL); elsewhere it returns `nil`.
+    static let opensInPieces = true
+
+    /// Starts opening one sealed payload in pieces (BoringSSL's streaming GCM), for a caller
+    /// that works on the first pieces while later ones are opened; `nil` if BoringSSL fails.
+    func beginOpening(nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> Opening? {
+        Opening(template: streamingTemplate, nonce: nonce, associatedData: associatedData)
+    }
+
+    /// One payload being opened a piece at a time, by one thread at a time. The plaintext of
+    /// each piece comes out before the tag is checked: nothing made from it may be handed out
+    /// until `finish(tag:)` returns true.
+    ///
+    ///     guard let opening = key.beginOpening(nonce: nonce, associatedData: ad) else { … }
+    ///     opening.update(piece, into: plain)            // for each piece, in order
+    ///     let authentic = opening.finish(tag: tag)
+    final class Opening {
+        private let context: UnsafeMutablePointer<EVP_CIPHER_CTX>
+
+        fileprivate init?(template: UnsafePointer<EVP_CIPHER_CTX>, nonce: UnsafeRawBufferPointer,
+                          associatedData: UnsafeRawBufferPointer) {
+            precondition(nonce.count == AESGCMKey.nonceSize)
+            guard let context = CCryptoBoringSSL_EVP_CIPHER_CTX_new() else { return nil }
+            self.context = context
+            var written: Int32 = 0
+            guard CCryptoBoringSSL_EVP_CIPHER_CTX_copy(context, template) == 1,
+                  CCryptoBoringSSL_EVP_DecryptInit_ex(context, nil, nil, nil, nonce.bytes) == 1,
+                  associatedData.count <= Int(Int32.max),
+                  CCryptoBoringSSL_EVP_DecryptUpdate(context, nil, &written, associatedData.bytes,
+                                                     Int32(associatedData.count)) == 1
+            else { return nil }
+        }
+
+        deinit { CCryptoBoringSSL_EVP_CIPHER_CTX_free(context) }
+
+        /// Decrypts the next piece of ciphertext into `plain` (exactly as many bytes); false if
+        /// BoringSSL fails.
+        func update(_ ciphertext: UnsafeRawBufferPointer, into plain: UnsafeMutableRawBufferPointer) -> Bool {
+            precondition(plain.count == ciphertext.count && ciphertext.count <= Int(Int32.max))
+            var written: Int32 = 0
+            return CCryptoBoringSSL_EVP_DecryptUpdate(context, plain.bytes, &written, ciphertext.bytes,
+                                                      Int32(ciphertext.count)) == 1
+                && Int(written) == ciphertext.count
+        }
+
+        /// Whether `tag` (16 bytes) is the tag of the associated data and every piece given.
+        func finish(tag: UnsafeRawBufferPointer) -> Bool {
+            precondition(tag.count == AESGCMKey.tagSize)
+            var written: Int32 = 0
+            var none: UInt8 = 0
+            return CCryptoBoringSSL_EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tag.count),
+                                                        UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1
+                && CCryptoBoringSSL_EVP_DecryptFinal_ex(context, &none, &written) == 1
+        }
     }
 
     /// Fills `buffer` from BoringSSL's CSPRNG (one `getrandom` for the whole buffer).
@@ -113,6 +178,18 @@ final class AESGCMKey: @unchecked Sendable {
         output.copyBytes(from: plain)
         return true
     }
+
+    /// Whether `beginOpening` opens in pieces here: not with CryptoKit, which opens whole.
+    static let opensInPieces = false
+
+    /// One payload opened a piece at a time: CryptoKit has no such API.
+    final class Opening {
+        func update(_ ciphertext: UnsafeRawBufferPointer, into plain: UnsafeMutableRawBufferPointer) -> Bool { false }
+        func finish(tag: UnsafeRawBufferPointer) -> Bool { false }
+    }
+
+    /// `nil`: CryptoKit opens only whole payloads (callers then use `open`).
+    func beginOpening(nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> Opening? { nil }
 
     /// Fills `buffer` from the system's CSPRNG.
     static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {

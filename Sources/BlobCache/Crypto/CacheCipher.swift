@@ -149,6 +149,21 @@ final class CacheCipher: Sendable {
         }
     }
 
+    /// Starts opening `sealed` (`nonce ‖ ciphertext ‖ tag`) in pieces: the opening, bound to
+    /// `context`, the ciphertext to feed it and the tag to finish it with. `nil` when `sealed`
+    /// is too short to be a seal, or where pieces are not supported (`AESGCMKey.opensInPieces`).
+    func beginOpening(_ sealed: UnsafeRawBufferPointer, context: Context)
+        -> (opening: AESGCMKey.Opening, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer)? {
+        guard sealed.count >= Self.overhead else { return nil }
+        let opening = context.withAssociatedData { associated in
+            key(for: context).beginOpening(nonce: UnsafeRawBufferPointer(rebasing: sealed[..<Self.nonceSize]),
+                                           associatedData: associated)
+        }
+        guard let opening else { return nil }
+        return (opening, UnsafeRawBufferPointer(rebasing: sealed[Self.nonceSize..<(sealed.count - Self.tagSize)]),
+                UnsafeRawBufferPointer(rebasing: sealed[(sealed.count - Self.tagSize)...]))
+    }
+
     private func key(for context: Context) -> AESGCMKey { context.isBlob ? valueKey : indexKey }
 
     /// A blob's id under encryption: HMAC-MD5 of the value's bytes, keyed.

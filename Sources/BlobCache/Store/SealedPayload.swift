@@ -17,7 +17,15 @@ enum SealedPayload {
             // straight from the plaintext.
             let context = CacheCipher.Context.blob(id: id, codec: codec, rawLength: rawLength)
             let decoded: [UInt8]??
-            if codec == .none {
+            if codec == .lz4, rawLength >= Parallel.threshold,
+               let outcome = OpenWhileDecoding.decode(payload, cipher: cipher, context: context, rawCount: rawLength) {
+                // Large: opened in pieces, each block decoded as soon as its bytes are open.
+                switch outcome {
+                case .decoded(let value): decoded = .some(value)
+                case .undecodable: decoded = .some(nil)
+                case .tagMismatch: decoded = nil
+                }
+            } else if codec == .none {
                 decoded = cipher.open(payload, context: context).map { $0.count == rawLength ? $0 : nil }
             } else {
                 decoded = cipher.open(payload, context: context) { Compression.decode($0, tag: codec, rawCount: rawLength) }

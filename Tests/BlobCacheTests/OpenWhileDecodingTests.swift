@@ -1,0 +1,125 @@
+import CLZ4
+import Testing
+@testable import BlobCache
+
+/// A large sealed LZ4 payload is opened in pieces while its blocks are decoded
+/// (`OpenWhileDecoding`, issue 16): it must give exactly the bytes opening it whole gives, and
+/// never a byte of a payload whose tag does not verify.
+@Suite("Opening while decoding")
+struct OpenWhileDecodingTests {
+    private let cipher = try! CacheCipher(.aesGCM(key: testKey))
+
+    /// Large values of several shapes: around the large-value threshold, not a whole number of
+    /// blocks, mostly text, and half text, half noise (blocks stored raw in the frame).
+    private static let values: [[UInt8]] = [
+        Samples.compressible(Parallel.threshold, seed: 1),
+        Samples.compressible(Parallel.threshold + 1, seed: 2),
+        Samples.compressible((1 << 20) - 7, seed: 3),
+        Samples.compressible(300_000, seed: 4) + Samples.random(500_000, seed: 4) + Samples.compressible(333_333, seed: 5),
+    ]
+
+    private func context(_ value: [UInt8], rawLength: Int? = nil) -> CacheCipher.Context {
+        .blob(id: BlobID(hashing: value), codec: .lz4, rawLength: rawLength ?? value.count)
+    }
+
+    /// `frame` sealed as an encrypted cache seals a blob's payload.
+    private func sealed(_ frame: [UInt8], _ context: CacheCipher.Context) -> [UInt8] {
+        frame.withUnsafeBytes { cipher.seal($0, context: context) }
+    }
+
+    /// The frame the cache writes for `value`.
+    private func frame(_ value: [UInt8]) -> [UInt8] {
+        let encoded = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }
+        precondition(encoded.tag == .lz4, "test values compress")
+        return encoded.buffer
+    }
+
+    private func decode(_ sealed: [UInt8], _ context: CacheCipher.Context, rawCount: Int) -> OpenWhileDecoding.Outcome? {
+        sealed.withUnsafeBytes { OpenWhileDecoding.decode($0, cipher: cipher, context: context, rawCount: rawCount) }
+    }
+
+    @Test("large values open and decode to exactly their bytes", arguments: 0..<values.count)
+    func roundTrips(which: Int) throws {
+        let value = Self.values[which]
+        let outcome = try #require(decode(sealed(frame(value), context(value)), context(value), rawCount: value.count))
+        guard case .decoded(let bytes) = outcome else {
+            Issue.record("\(value.count) bytes: \(outcome)")
+            return
+        }
+        #expect(bytes == value)
+    }
+
+    @Test("a flipped byte anywhere in the seal, or another blob's context, gives no bytes: the tag does not verify")
+    func damageIsDetected() throws {
+        let value = Self.values[2]
+        let good = sealed(frame(value), context(value))
+        for position in [0, 11, 12, 13, 12 + 40_000, good.count / 2, good.count - 17, good.count - 16, good.count - 1] {
+            var damaged = good
+            damaged[position] ^= 0x20
+            let outcome = try #require(decode(damaged, context(value), rawCount: value.count), "byte \(position)")
+            guard case .tagMismatch = outcome else {
+                Issue.record("byte \(position) of \(good.count): \(outcome)")
+                continue
+            }
+        }
+        let other = Samples.compressible(value.count, seed: 99)
+        let outcome = try #require(decode(good, context(other), rawCount: value.count))
+        guard case .tagMismatch = outcome else { Issue.record("another blob's context: \(outcome)"); return }
+    }
+
+    @Test("an authentic frame that does not decode to the sealed length is undecodable, not a tag failure")
+    func authenticButWrongLength() throws {
+        let value = Self.values[2]
+        // Sealed (and so opened) as if the value were one byte longer than its frame holds.
+        let claimed = context(value, rawLength: value.count + 1)
+        let outcome = try #require(decode(sealed(frame(value), claimed), claimed, rawCount: value.count + 1))
+        guard case .undecodable = outcome else { Issue.record("\(outcome)"); return }
+    }
+
+    @Test("a frame of linked blocks, which is not indexed, is decoded whole once authentic", arguments: [false, true])
+    func otherFramesDecodeWhole(blockChecksums: Bool) throws {
+        let value = Self.values[2]
+        var preferences = LZ4F_preferences_t()
+        preferences.frameInfo.blockMode = LZ4F_blockLinked
+        preferences.frameInfo.blockSizeID = LZ4F_max64KB
+        if blockChecksums { preferences.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled }
+        var frame = [UInt8](repeating: 0, count: LZ4F_compressFrameBound(value.count, &preferences))
+        let written = frame.withUnsafeMutableBytes { out in
+            value.withUnsafeBytes { LZ4F_compressFrame(out.baseAddress, out.count, $0.baseAddress, $0.count, &preferences) }
+        }
+        #expect(LZ4F_isError(written) == 0)
+        frame.removeLast(frame.count - written)
+        let outcome = try #require(decode(sealed(frame, context(value)), context(value), rawCount: value.count))
+        guard case .decoded(let bytes) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(bytes == value)
+    }
+
+    @Test("the frame index grows with the bytes that have arrived and ends as the whole frame's")
+    func indexGrowsWithArrivedBytes() {
+        let bytes = frame(Self.values[3])
+        var whole = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: 64)
+        var blockMax = 0
+        let count = blobcache_lz4_frame_index(bytes, bytes.count, &whole, whole.count, &blockMax)
+        #expect(count > 3)
+        var state = blobcache_lz4_index_state()
+        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: 64)
+        var result: Int32 = 0
+        for available in 0...bytes.count {
+            result = blobcache_lz4_frame_index_step(bytes, available, bytes.count, &state, &blocks, blocks.count)
+            if result != 0 { break }
+            // Only blocks wholly within the bytes that have arrived.
+            if state.count > 0, blocks[state.count - 1].offset + blocks[state.count - 1].size > available {
+                Issue.record("block \(state.count - 1) indexed with \(available) bytes arrived")
+            }
+        }
+        #expect(result == 1)
+        #expect(state.count == count && state.blockMax == blockMax)
+        for index in 0..<count {
+            #expect(blocks[index].offset == whole[index].offset && blocks[index].size == whole[index].size
+                    && blocks[index].uncompressed == whole[index].uncompressed)
+        }
+        // Cut short by a byte, the frame is invalid.
+        var cut = blobcache_lz4_index_state()
+        #expect(blobcache_lz4_frame_index_step(bytes, bytes.count - 1, bytes.count - 1, &cut, &blocks, blocks.count) == -1)
+    }
+}
