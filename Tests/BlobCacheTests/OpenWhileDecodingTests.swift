@@ -10,12 +10,14 @@ struct OpenWhileDecodingTests {
     private let cipher = try! CacheCipher(.aesGCM(key: testKey))
 
     /// Large values of several shapes: around the large-value threshold, not a whole number of
-    /// blocks, mostly text, and half text, half noise (blocks stored raw in the frame).
+    /// blocks, mostly text, half text and half noise (blocks stored raw in the frame), and
+    /// exactly four blocks.
     private static let values: [[UInt8]] = [
         Samples.compressible(Parallel.threshold, seed: 1),
         Samples.compressible(Parallel.threshold + 1, seed: 2),
         Samples.compressible((1 << 20) - 7, seed: 3),
         Samples.compressible(300_000, seed: 4) + Samples.random(500_000, seed: 4) + Samples.compressible(333_333, seed: 5),
+        Samples.compressible(1 << 20, seed: 6),
     ]
 
     private func context(_ value: [UInt8], rawLength: Int? = nil) -> CacheCipher.Context {
@@ -34,18 +36,22 @@ struct OpenWhileDecodingTests {
         return encoded.buffer
     }
 
-    private func decode(_ sealed: [UInt8], _ context: CacheCipher.Context, rawCount: Int) -> OpenWhileDecoding.Outcome? {
-        sealed.withUnsafeBytes { OpenWhileDecoding.decode($0, cipher: cipher, context: context, rawCount: rawCount) }
+    private func decode(_ sealed: [UInt8], _ context: CacheCipher.Context, rawCount: Int,
+                        workers: Int? = nil) -> OpenWhileDecoding.Outcome? {
+        sealed.withUnsafeBytes { OpenWhileDecoding.decode($0, cipher: cipher, context: context, rawCount: rawCount, workers: workers) }
     }
 
-    @Test("large values open and decode to exactly their bytes", arguments: 0..<values.count)
-    func roundTrips(which: Int) throws {
+    @Test("large values open and decode to exactly their bytes, block by block, with 1, 2 or 8 threads",
+          arguments: 0..<values.count, [1, 2, 8])
+    func roundTrips(which: Int, workers: Int) throws {
         let value = Self.values[which]
-        let outcome = try #require(decode(sealed(frame(value), context(value)), context(value), rawCount: value.count))
-        guard case .decoded(let bytes) = outcome else {
+        let outcome = try #require(decode(sealed(frame(value), context(value)), context(value), rawCount: value.count,
+                                          workers: workers))
+        guard case .decoded(let bytes, let pipelined) = outcome else {
             Issue.record("\(value.count) bytes: \(outcome)")
             return
         }
+        #expect(pipelined, "the cache's own frames are decoded as they open")
         #expect(bytes == value)
     }
 
@@ -67,16 +73,22 @@ struct OpenWhileDecodingTests {
         guard case .tagMismatch = outcome else { Issue.record("another blob's context: \(outcome)"); return }
     }
 
-    @Test("an authentic frame that does not decode to the sealed length is undecodable, not a tag failure")
-    func authenticButWrongLength() throws {
-        let value = Self.values[2]
-        // Sealed (and so opened) as if the value were one byte longer than its frame holds.
-        let claimed = context(value, rawLength: value.count + 1)
-        let outcome = try #require(decode(sealed(frame(value), claimed), claimed, rawCount: value.count + 1))
-        guard case .undecodable = outcome else { Issue.record("\(outcome)"); return }
+    @Test("an authentic frame that does not decode to the sealed length is undecodable, not a tag failure",
+          arguments: [2, 4])
+    func authenticButWrongLength(which: Int) throws {
+        let value = Self.values[which]
+        // Sealed (and so opened) as if the value were a byte longer or shorter than its frame
+        // holds. Four whole blocks and one byte more: every block decodes, and only the count
+        // of blocks tells that the last byte was never written.
+        for claimedLength in [value.count + 1, value.count - 1] {
+            let claimed = context(value, rawLength: claimedLength)
+            let outcome = try #require(decode(sealed(frame(value), claimed), claimed, rawCount: claimedLength))
+            guard case .undecodable = outcome else { Issue.record("\(claimedLength) of \(value.count): \(outcome)"); continue }
+        }
     }
 
-    @Test("a frame of linked blocks, which is not indexed, is decoded whole once authentic", arguments: [false, true])
+    @Test("a frame of linked blocks, or with block checksums, is not indexed: it is decoded whole once authentic",
+          arguments: [false, true])
     func otherFramesDecodeWhole(blockChecksums: Bool) throws {
         let value = Self.values[2]
         var preferences = LZ4F_preferences_t()
@@ -87,10 +99,11 @@ struct OpenWhileDecodingTests {
         let written = frame.withUnsafeMutableBytes { out in
             value.withUnsafeBytes { LZ4F_compressFrame(out.baseAddress, out.count, $0.baseAddress, $0.count, &preferences) }
         }
-        #expect(LZ4F_isError(written) == 0)
+        try #require(LZ4F_isError(written) == 0)
         frame.removeLast(frame.count - written)
         let outcome = try #require(decode(sealed(frame, context(value)), context(value), rawCount: value.count))
-        guard case .decoded(let bytes) = outcome else { Issue.record("\(outcome)"); return }
+        guard case .decoded(let bytes, let pipelined) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(!pipelined, "a frame of linked blocks is decoded whole")
         #expect(bytes == value)
     }
 

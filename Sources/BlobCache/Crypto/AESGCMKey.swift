@@ -91,9 +91,6 @@ final class AESGCMKey: @unchecked Sendable {
         return opened == 1 && written == output.count
     }
 
-    /// Whether `beginOpening` opens in pieces here (BoringSSL); elsewhere it returns `nil`.
-    static let opensInPieces = true
-
     /// Starts opening one sealed payload in pieces (BoringSSL's streaming GCM), for a caller
     /// that works on the first pieces while later ones are opened; `nil` if BoringSSL fails.
     func beginOpening(nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer) -> Opening? {
@@ -178,9 +175,6 @@ final class AESGCMKey: @unchecked Sendable {
         output.copyBytes(from: plain)
         return true
     }
-
-    /// Whether `beginOpening` opens in pieces here: not with CryptoKit, which opens whole.
-    static let opensInPieces = false
 
     /// One payload opened a piece at a time: CryptoKit has no such API.
     final class Opening {

@@ -151,7 +151,7 @@ final class CacheCipher: Sendable {
 
     /// Starts opening `sealed` (`nonce ‖ ciphertext ‖ tag`) in pieces: the opening, bound to
     /// `context`, the ciphertext to feed it and the tag to finish it with. `nil` when `sealed`
-    /// is too short to be a seal, or where pieces are not supported (`AESGCMKey.opensInPieces`).
+    /// is too short to be a seal, or where pieces are not supported (CryptoKit).
     func beginOpening(_ sealed: UnsafeRawBufferPointer, context: Context)
         -> (opening: AESGCMKey.Opening, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer)? {
         guard sealed.count >= Self.overhead else { return nil }

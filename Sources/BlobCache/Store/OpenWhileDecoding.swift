@@ -12,17 +12,20 @@ import Synchronization
 /// result is dropped if the tag does not verify.
 ///
 ///     switch OpenWhileDecoding.decode(sealed, cipher: cipher, context: context, rawCount: n) {
-///     case .decoded(let value)?: …
+///     case .decoded(let value, _)?: …
 ///     case .tagMismatch?, .undecodable?: … damage …
 ///     case nil: … open whole, then decode …
 ///     }
 enum OpenWhileDecoding {
-    /// How much ciphertext is opened at a time: a 64 KiB block is ready after one or two.
+    /// How much ciphertext is opened at a time. The cache writes 256 KiB blocks for large
+    /// values, so the first block is ready after a few pieces, and each next one a few later.
     static let piece = 32 << 10
 
     enum Outcome {
-        /// The tag verified and the frame decoded to exactly the value's length.
-        case decoded([UInt8])
+        /// The tag verified and the frame decoded to exactly the value's length; `pipelined`
+        /// when its blocks were decoded as they opened (false: decoded whole after the tag,
+        /// a frame of another kind).
+        case decoded([UInt8], pipelined: Bool)
         /// The tag does not verify: damaged, or sealed under another key or for another blob.
         case tagMismatch
         /// The tag verified and the frame does not decode to the value's length.
@@ -30,11 +33,12 @@ enum OpenWhileDecoding {
     }
 
     /// Opens and decodes `sealed` (`nonce ‖ ciphertext ‖ tag` of an LZ4 frame of `rawCount`
-    /// bytes); `nil` when this way does not apply (no piecewise opening here, a length no
-    /// payload of this size can decode to): the caller then opens whole and decodes. With one
-    /// core, that core opens and decodes in turn.
+    /// bytes) with `workers` threads (by default one per core, at most one per 256 KiB block,
+    /// since a core with no block to decode only waits); `nil` when this way does not apply
+    /// (no piecewise opening here, a length no payload of this size can decode to): the caller
+    /// then opens whole and decodes. A lone worker opens and decodes in turn.
     static func decode(_ sealed: UnsafeRawBufferPointer, cipher: CacheCipher, context: CacheCipher.Context,
-                       rawCount: Int) -> Outcome? {
+                       rawCount: Int, workers: Int? = nil) -> Outcome? {
         guard rawCount > 0, sealed.count >= CacheCipher.overhead,
               rawCount <= Compression.maxRawCount(payloadCount: sealed.count - CacheCipher.overhead, tag: .lz4),
               let (opening, ciphertext, tag) = cipher.beginOpening(sealed, context: context)
@@ -46,19 +50,27 @@ enum OpenWhileDecoding {
             let work = Work(opening: opening, ciphertext: ciphertext, tag: tag,
                             plain: UnsafeMutableRawBufferPointer(rebasing: plain[..<ciphertext.count]),
                             out: UnsafeMutableRawBufferPointer(storage))
-            Parallel.onEveryCore(upTo: Parallel.cores, first: nil, work.run)
+            if let workers {
+                Parallel.run(Array(repeating: work.run, count: max(1, workers)))
+            } else {
+                Parallel.onEveryCore(upTo: rawCount / (256 << 10) + 1, first: nil, work.run)
+            }
             verdict = work.verdict()
-            initialized = verdict == .decoded ? rawCount : 0
+            switch verdict {
+            case .pipelined, .decodedWhole: initialized = rawCount
+            case .tagMismatch, .undecodable: initialized = 0
+            }
         }
         switch verdict {
-        case .decoded: return .decoded(value)
+        case .pipelined: return .decoded(value, pipelined: true)
+        case .decodedWhole: return .decoded(value, pipelined: false)
         case .tagMismatch: return .tagMismatch
         case .undecodable: return .undecodable
         }
     }
 
     /// What came of one payload: `Outcome` without the value.
-    private enum Verdict { case decoded, tagMismatch, undecodable }
+    private enum Verdict { case pipelined, decodedWhole, tagMismatch, undecodable }
 
     /// One payload's opening and decoding, shared by the cores. The opening, the index state
     /// and the plaintext past `published` blocks are touched only by the core holding
@@ -175,18 +187,17 @@ enum OpenWhileDecoding {
         /// What came of it, once every core has returned.
         fileprivate func verdict() -> Verdict {
             guard verified else { return .tagMismatch }
-            if !indexing {
-                // Authentic, but not a frame this way indexes: LZ4's own frame decoder.
-                guard let value = Compression.decode(UnsafeRawBufferPointer(plain), tag: .lz4, rawCount: out.count) else {
-                    return .undecodable
-                }
-                value.withUnsafeBytes { out.copyMemory(from: $0) }
-                return .decoded
-            }
             let size = index.blockMax
-            guard !decodeFailed.load(ordering: .relaxed), size > 0,
-                  index.count == out.count / size + (out.count % size == 0 ? 0 : 1) else { return .undecodable }
-            return .decoded
+            if indexing, !decodeFailed.load(ordering: .relaxed), size > 0,
+               index.count == out.count / size + (out.count % size == 0 ? 0 : 1) {
+                return .pipelined
+            }
+            // Authentic, but not a frame indexed and decoded block by block here: LZ4's own
+            // frame decoder has the last word, as when a frame is opened whole.
+            let decoded = Compression.decodeSequentially(UnsafeRawBufferPointer(plain), tag: .lz4, rawCount: out.count)
+            guard let decoded else { return .undecodable }
+            decoded.withUnsafeBytes { out.copyMemory(from: $0) }
+            return .decodedWhole
         }
     }
 }

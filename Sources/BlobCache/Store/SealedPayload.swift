@@ -21,7 +21,7 @@ enum SealedPayload {
                let outcome = OpenWhileDecoding.decode(payload, cipher: cipher, context: context, rawCount: rawLength) {
                 // Large: opened in pieces, each block decoded as soon as its bytes are open.
                 switch outcome {
-                case .decoded(let value): decoded = .some(value)
+                case .decoded(let value, _): decoded = .some(value)
                 case .undecodable: decoded = .some(nil)
                 case .tagMismatch: decoded = nil
                 }
