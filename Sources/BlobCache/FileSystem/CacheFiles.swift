@@ -68,6 +68,19 @@ struct CacheFiles: Sendable {
         return FilePath(text)
     }
 
+    /// The two shard directories a loose blob lies in, upper first: `objects/<a>` and
+    /// `objects/<a>/<b>`, built as `loosePath` is (taking them off a `FilePath` parses it
+    /// anew each time, which cost more than the file operations around it in debug builds).
+    func shardDirectories(of id: BlobID) -> (upper: FilePath, lower: FilePath) {
+        let hex = id.hex
+        var upper = objectsPrefix
+        upper.append(hex[hex.startIndex])
+        var lower = upper
+        lower.append("/")
+        lower.append(hex[hex.index(after: hex.startIndex)])
+        return (FilePath(upper), FilePath(lower))
+    }
+
     /// `packs/NNNNNN.pack`.
     func segmentPath(_ number: UInt32) -> FilePath { packs.appending(PackFormat.fileName(of: number)) }
 
@@ -77,7 +90,12 @@ struct CacheFiles: Sendable {
     /// A fresh temporary name for a file staged beside its final place (a loose blob in its
     /// shard directory, a segment in `packs/`): `tmp.<pid>.<token>.<random>`.
     func stagingPath(beside final: FilePath) -> FilePath {
-        final.removingLastComponent().appending("\(ownStagingPrefix)\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
+        stagingPath(in: final.removingLastComponent())
+    }
+
+    /// A fresh temporary name for a file staged in `directory` (see `stagingPath(beside:)`).
+    func stagingPath(in directory: FilePath) -> FilePath {
+        FilePath(directory.string + "/\(ownStagingPrefix)\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
     }
 
     /// Whether a file name is a staged file's temporary name: `tmp.` and two or three

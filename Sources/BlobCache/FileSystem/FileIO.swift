@@ -263,13 +263,13 @@ struct FileIO: Sendable {
     /// Whether `path` names a directory (not a link to one).
     func isDirectory(_ path: FilePath) throws -> Bool { try fileType(path) == .directory }
 
-    /// Whether the two shard directories above a loose blob's `path` are real directories (or
-    /// absent), never links: checked before a blob is written, read or deleted below them, so
-    /// a link planted in place of a shard directory is never followed out of DIR.
-    func shardDirectoriesAreReal(above path: FilePath) throws -> Bool {
-        let leaf = path.removingLastComponent()
+    /// Whether a loose blob's two shard directories (`CacheFiles.shardDirectories(of:)`) are
+    /// real directories (or absent), never links: checked before a blob is written, read or
+    /// deleted below them, so a link planted in place of a shard directory is never followed
+    /// out of DIR.
+    func shardDirectoriesAreReal(_ shards: (upper: FilePath, lower: FilePath)) throws -> Bool {
         // The upper one first: a link there would make the lower one's lstat look outside.
-        for directory in [leaf.removingLastComponent(), leaf] {
+        for directory in [shards.upper, shards.lower] {
             if let type = try fileType(directory), type != .directory { return false }
         }
         return true

@@ -38,9 +38,10 @@ struct BlobPipeline: Sendable {
     /// ones as it deletes blobs, one can vanish between its mkdir and the create: then again.
     func stage(_ blob: PreparedBlob) throws -> StagedLooseBlob {
         let final = files.loosePath(of: blob.id)
-        let temporary = files.stagingPath(beside: final)
-        guard try io.shardDirectoriesAreReal(above: final) else {
-            throw BlobCacheError.io(operation: "lstat", path: final.removingLastComponent().string, errno: .tooManySymbolicLinkLevels)
+        let shards = files.shardDirectories(of: blob.id)
+        let temporary = files.stagingPath(in: shards.lower)
+        guard try io.shardDirectoriesAreReal(shards) else {
+            throw BlobCacheError.io(operation: "lstat", path: shards.lower.string, errno: .tooManySymbolicLinkLevels)
         }
         var fd: FileDescriptor?
         for attempt in 1...Self.stagingAttempts where fd == nil {
@@ -92,7 +93,7 @@ struct BlobPipeline: Sendable {
         case nil:
             return .failure(.missing("its pack segment is gone"))
         case .loose(let path):
-            guard try io.shardDirectoriesAreReal(above: path) else {
+            guard try io.shardDirectoriesAreReal(files.shardDirectories(of: info.id)) else {
                 return .failure(.missing("a shard directory above it is a symbolic link"))
             }
             guard let fd = try io.openIfExists(path) else { return .failure(.missing("file is missing")) }

@@ -381,11 +381,10 @@ final class BlobStore: @unchecked Sendable {
     /// Deletes a loose blob file, and its shard directories when they are left empty (so that
     /// a small cache does not keep hundreds of empty directories).
     func deleteLoose(_ id: BlobID) throws {
-        let path = files.loosePath(of: id)
-        guard try io.shardDirectoriesAreReal(above: path) else { return }   // never unlink through a link
-        try io.remove(path)
-        let leaf = path.removingLastComponent()
-        if io.removeDirectory(leaf) { io.removeDirectory(leaf.removingLastComponent()) }
+        let shards = files.shardDirectories(of: id)
+        guard try io.shardDirectoriesAreReal(shards) else { return }   // never unlink through a link
+        try io.remove(files.loosePath(of: id))
+        if io.removeDirectory(shards.lower) { io.removeDirectory(shards.upper) }
     }
 
     /// Closes and deletes a segment none of whose records is live any more.
