@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes BlobCache's parsers with libFuzzer (Tests/Fuzz, docs/SECURITY.md).
 #
-#   Tools/fuzz.sh TARGET [SECONDS]    fuzz one target for SECONDS (default 60)
+#   Tools/fuzz.sh TARGET [SECONDS]    replay TARGET's saved inputs, then fuzz it for SECONDS (default 60)
 #   Tools/fuzz.sh all [SECONDS]       every target in turn, SECONDS each
-#   Tools/fuzz.sh --replay [TARGET]   run every saved input of Tests/Fuzz/Corpus once (all targets by default)
+#   Tools/fuzz.sh --replay [TARGET]   only run every saved input of Tests/Fuzz/Corpus once (all targets by default)
 #
 # TARGET: journal, packRecord, looseBlob, snapshot, config, stats, size.
 # Builds Tests/Fuzz in .build-fuzz (release, -sanitize=fuzzer,address). Fuzzing starts from the
@@ -47,12 +47,11 @@ status=0
 for target in "${targets[@]}"; do
   executable="$bin/Fuzz${target^}"
   seeds="Tests/Fuzz/Corpus/$target"
-  if [[ $mode == replay ]]; then
-    inputs=("$seeds"/*)
-    log=$("$executable" -runs=1 "${inputs[@]}" 2>&1) || { echo "$log" | tail -30; echo "fuzz.sh: $target: a saved input fails" >&2; status=1; continue; }
-    echo "fuzz: $target: replayed ${#inputs[@]} saved inputs, no crash"
-    continue
-  fi
+  # Every saved input once, whole (fuzzing reads them too, but cut to -max_len).
+  inputs=("$seeds"/*)
+  log=$("$executable" -runs=1 "${inputs[@]}" 2>&1) || { echo "$log" | tail -30; echo "fuzz.sh: $target: a saved input fails" >&2; status=1; continue; }
+  echo "fuzz: $target: replayed ${#inputs[@]} saved inputs, no crash"
+  [[ $mode == replay ]] && continue
   mkdir -p "$scratch/corpus/$target" "$scratch/crashes/$target"
   case $target in journal | snapshot) max_len=262144 ;; *) max_len=65536 ;; esac
   log=$("$executable" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=$max_len -print_final_stats=1 \
