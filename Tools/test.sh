@@ -47,7 +47,5 @@ if [[ ${1:-} == --sanitize ]]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
   export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/Tools/lsan.supp}
 fi
-# CI builds everything from nothing, for one run: no index for an editor to read.
-[[ ${CI:-} == true ]] && build+=(--disable-index-store)
 swift build --build-tests "${build[@]}"
 swift test --skip-build "${build[@]}" "$@"
