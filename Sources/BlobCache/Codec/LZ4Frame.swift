@@ -11,16 +11,26 @@ struct LZ4Frame {
     /// Indexes `payload`; `nil` when it is not such a frame or its blocks do not cover exactly
     /// `rawCount` bytes (the sequential decoder then has the last word).
     init?(_ payload: UnsafeRawBufferPointer, rawCount: Int) {
-        // Every block takes at least its 4-byte size word, so the payload bounds the count too.
-        let capacity = min(rawCount / (64 << 10), payload.count / 4) + 2
-        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(), count: capacity)
+        var blocks = [blobcache_lz4_block](repeating: blobcache_lz4_block(),
+                                           count: Self.blockCapacity(rawCount: rawCount, payloadCount: payload.count))
         var blockMax = 0
         let count = blobcache_lz4_frame_index(payload.baseAddress, payload.count, &blocks, blocks.count, &blockMax)
-        guard count > 0, blockMax > 0, count == rawCount / blockMax + (rawCount % blockMax == 0 ? 0 : 1) else { return nil }
+        guard Self.blocks(count, of: blockMax, cover: rawCount) else { return nil }
         self.payload = payload
         self.blocks = Array(blocks.prefix(count))
         self.blockMax = blockMax
         self.rawCount = rawCount
+    }
+
+    /// The most blocks a frame of `payloadCount` bytes holding `rawCount` bytes can have (the
+    /// smallest block size is 64 KiB, and every block takes at least its 4-byte size word).
+    static func blockCapacity(rawCount: Int, payloadCount: Int) -> Int {
+        min(rawCount / (64 << 10), payloadCount / 4) + 2
+    }
+
+    /// Whether `count` blocks of `blockMax` bytes (the last one shorter) hold exactly `rawCount`.
+    static func blocks(_ count: Int, of blockMax: Int, cover rawCount: Int) -> Bool {
+        count > 0 && blockMax > 0 && count == rawCount / blockMax + (rawCount % blockMax == 0 ? 0 : 1)
     }
 
     /// Decodes every block into `out` on every core, each core taking the next block nobody has

@@ -33,8 +33,8 @@ enum OpenWhileDecoding {
     }
 
     /// Opens and decodes `sealed` (`nonce ‖ ciphertext ‖ tag` of an LZ4 frame of `rawCount`
-    /// bytes) with `workers` threads (by default one per core, at most one per 256 KiB block,
-    /// since a core with no block to decode only waits); `nil` when this way does not apply
+    /// bytes) with `workers` threads (by default one per core, at most one per block the
+    /// cache writes for that length, since a core with no block to decode only waits); `nil` when this way does not apply
     /// (no piecewise opening here, a length no payload of this size can decode to): the caller
     /// then opens whole and decodes. A lone worker opens and decodes in turn.
     static func decode(_ sealed: UnsafeRawBufferPointer, cipher: CacheCipher, context: CacheCipher.Context,
@@ -53,7 +53,7 @@ enum OpenWhileDecoding {
             if let workers {
                 Parallel.run(Array(repeating: work.run, count: max(1, workers)))
             } else {
-                Parallel.onEveryCore(upTo: rawCount / (256 << 10) + 1, first: nil, work.run)
+                Parallel.onEveryCore(upTo: rawCount / blobcache_lz4_block_max(rawCount) + 1, first: nil, work.run)
             }
             verdict = work.verdict()
             switch verdict {
@@ -113,9 +113,7 @@ enum OpenWhileDecoding {
             self.tag = tag
             self.plain = plain
             self.out = out
-            // Every block takes at least its 4-byte size word, so the payload bounds the count too.
-            let capacity = min(out.count / (64 << 10), ciphertext.count / 4) + 2
-            blocks = .allocate(capacity: capacity)
+            blocks = .allocate(capacity: LZ4Frame.blockCapacity(rawCount: out.count, payloadCount: ciphertext.count))
             blocks.initialize(repeating: blobcache_lz4_block())
         }
 
@@ -187,9 +185,7 @@ enum OpenWhileDecoding {
         /// What came of it, once every core has returned.
         fileprivate func verdict() -> Verdict {
             guard verified else { return .tagMismatch }
-            let size = index.blockMax
-            if indexing, !decodeFailed.load(ordering: .relaxed), size > 0,
-               index.count == out.count / size + (out.count % size == 0 ? 0 : 1) {
+            if indexing, !decodeFailed.load(ordering: .relaxed), LZ4Frame.blocks(index.count, of: index.blockMax, cover: out.count) {
                 return .pipelined
             }
             // Authentic, but not a frame indexed and decoded block by block here: LZ4's own
