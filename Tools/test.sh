@@ -6,9 +6,8 @@
 #   Tools/test.sh --sanitize address    the same under AddressSanitizer, built in .build-asan
 #
 # Under a sanitizer the fault and power-loss suites take every 20th fault point
-# (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md), and the SIGKILL suites make a half of their
-# kills, a fifth under ThreadSanitizer (BLOBCACHE_KILLS_SCALE). Each sanitizer runs the tests it
-# can see something in: ThreadSanitizer the tests that run threads in this process
+# (BLOBCACHE_FAULT_STRIDE, docs/RELIABILITY.md). Each sanitizer runs the tests it can see
+# something in: ThreadSanitizer the tests that run threads in this process
 # (THREAD_TESTS below), AddressSanitizer every test but those whose work is in child processes
 # (ADDRESS_SKIP below: the CLI, SIGKILLed writers and rekeys run the same engine code the
 # in-process tests run) and the saved fuzz inputs (Tools/fuzz.sh replays them under
@@ -34,8 +33,8 @@ if [[ ${1:-} == --sanitize ]]; then
   sanitizer=${2:?"--sanitize takes thread or address"}
   shift 2
   case $sanitizer in
-    thread) folder=.build-tsan; [[ $# -eq 0 ]] && set -- --filter "$THREAD_TESTS"; export BLOBCACHE_FAULT_STRIDE=${BLOBCACHE_FAULT_STRIDE:-20} BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-5} ;;
-    address) folder=.build-asan; [[ $# -eq 0 ]] && set -- --skip "$ADDRESS_SKIP"; export BLOBCACHE_KILLS_SCALE=${BLOBCACHE_KILLS_SCALE:-2} ;;
+    thread) folder=.build-tsan; [[ $# -eq 0 ]] && set -- --filter "$THREAD_TESTS" ;;
+    address) folder=.build-asan; [[ $# -eq 0 ]] && set -- --skip "$ADDRESS_SKIP" ;;
     *) echo "test.sh: unknown sanitizer $sanitizer (thread or address)" >&2; exit 2 ;;
   esac
   build=(--sanitize="$sanitizer" --scratch-path "$folder")
