@@ -21,8 +21,8 @@ enum Curl {
 
     /// Sends `method` to `url` with `body` (a file, so any bytes go as they are).
     static func request(_ method: String, _ url: String, body: [UInt8]? = nil, extra: [String] = []) throws -> Response {
-        let scratch = try Run.temporaryDirectory("curl")
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let scratchDirectory = try ScratchDirectory("curl")
+        let scratch = scratchDirectory.path
         var arguments = ["-sS", "-o", scratch + "/body", "-D", scratch + "/headers", "-w", "%{http_code}"]
         if method == "HEAD" { arguments.append("-I") } else { arguments += ["-X", method] }
         if let body {

@@ -22,7 +22,8 @@ struct ServeCcacheTests {
           .enabled(if: toolsInstalled, "ccache or gcc is not installed"),
           arguments: ["subdirs", "flat", "bazel"])
     func secondBuildHitsRemote(layout: String) throws {
-        let root = try Run.temporaryDirectory("ccache-\(layout)")
+        let scratch = try ScratchDirectory("ccache-\(layout)")
+        let root = scratch.path
         let server = try ServerProcess(directory: root + "/blobcache")
         let project = root + "/project"
         try FileManager.default.createDirectory(atPath: project, withIntermediateDirectories: true)

@@ -20,13 +20,15 @@ struct ServeHTTPTests {
     @Test("8 curl processes PUT then GET random bodies at once; HEAD; DELETE then 404",
           .enabled(if: curlInstalled, "curl is not installed"))
     func concurrentClients() throws {
-        let directory = try Run.temporaryDirectory("concurrent")
+        let scratch = try ScratchDirectory("concurrent")
+        let directory = scratch.path
         let server = try ServerProcess(directory: directory)
+        let transfers = try ScratchDirectory("concurrent-bodies")  // curl's files, beside the cache
         let sizes = [0, 2 << 20, 1] + (0..<5).map { _ in Int.random(in: 0...(2 << 20)) }
         let bodies = sizes.map(randomBytes)
         var running: [(Process, Pipe)] = []
         for (index, body) in bodies.enumerated() {
-            let upload = "\(directory).up\(index)", download = "\(directory).down\(index)"
+            let upload = "\(transfers.path)/up\(index)", download = "\(transfers.path)/down\(index)"
             _ = FileManager.default.createFile(atPath: upload, contents: Data(body))
             let url = "\(server.url)/ab/concurrent-\(index)"
             // -T sends PUT (with Expect: 100-continue over 1 MiB); --next then GETs it back.
@@ -38,7 +40,7 @@ struct ServeHTTPTests {
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "curl \(index): \(output)")
             #expect(output == "201\n200\n", "curl \(index)")
-            let got = FileManager.default.contents(atPath: "\(directory).down\(index)").map { [UInt8]($0) }
+            let got = FileManager.default.contents(atPath: "\(transfers.path)/down\(index)").map { [UInt8]($0) }
             #expect(got == bodies[index], "body \(index) (\(sizes[index]) bytes) came back different")
         }
 
@@ -72,7 +74,8 @@ struct ServeHTTPTests {
     @Test("Bazel: /cas/ PUTs are checked against the body's SHA-256; /ac/ is stored as it comes",
           .enabled(if: curlInstalled, "curl is not installed"))
     func bazelPaths() throws {
-        let server = try ServerProcess(directory: try Run.temporaryDirectory("bazel"))
+        let scratch = try ScratchDirectory("bazel")
+        let server = try ServerProcess(directory: scratch.path)
         let blob = randomBytes(10_000)
         let digest = sha256Hex(blob)
         let put = try Curl.request("PUT", "\(server.url)/cas/\(digest)", body: blob)
@@ -99,7 +102,8 @@ struct ServeHTTPTests {
     @Test("A body over --max-body gets 413 and nothing is stored",
           .enabled(if: curlInstalled, "curl is not installed"))
     func oversizedBody() throws {
-        let server = try ServerProcess(directory: try Run.temporaryDirectory("maxbody"), extra: ["--max-body", "1Ki"])
+        let scratch = try ScratchDirectory("maxbody")
+        let server = try ServerProcess(directory: scratch.path, extra: ["--max-body", "1Ki"])
         let tooLarge = try Curl.request("PUT", "\(server.url)/big", body: randomBytes(4096))
         #expect(tooLarge.status == 413)
         #expect(try Curl.request("GET", "\(server.url)/big").status == 404)
@@ -115,7 +119,8 @@ struct ServeHTTPTests {
     @Test("GET /status returns the cache's figures as JSON; other methods on it get 405; debug logs each request",
           .enabled(if: curlInstalled, "curl is not installed"))
     func status() throws {
-        let server = try ServerProcess(directory: try Run.temporaryDirectory("status"), extra: ["--log-level", "debug"])
+        let scratch = try ScratchDirectory("status")
+        let server = try ServerProcess(directory: scratch.path, extra: ["--log-level", "debug"])
         for key in ["a", "b", "c"] {
             #expect(try Curl.request("PUT", "\(server.url)/\(key)", body: Array(key.utf8)).status == 201)
         }
@@ -146,7 +151,8 @@ struct ServeHTTPTests {
     @Test("SIGTERM: the server exits 0 and the directory opens again with the values in it",
           .enabled(if: curlInstalled, "curl is not installed"))
     func sigterm() throws {
-        let directory = try Run.temporaryDirectory("sigterm")
+        let scratch = try ScratchDirectory("sigterm")
+        let directory = scratch.path
         let server = try ServerProcess(directory: directory)
         let values = (0..<5).map { _ in randomBytes(Int.random(in: 0...100_000)) }
         for (index, value) in values.enumerated() {
@@ -164,7 +170,8 @@ struct ServeHTTPTests {
 /// The command line: a bad --listen is a usage error, a taken port an error.
 @Suite struct ServeCommandLineTests {
     @Test func badListenIsUsage() throws {
-        let directory = try Run.temporaryDirectory("badlisten")
+        let scratch = try ScratchDirectory("badlisten")
+        let directory = scratch.path
         let blobcache = ServerProcess.productsDirectory.appendingPathComponent("blobcache").path
         for bad in ["nonsense", "127.0.0.1:99999", ":80", "::1:80"] {
             let result = try Run.run(blobcache, ["serve", "--dir", directory, "--listen", bad])
@@ -176,13 +183,31 @@ struct ServeHTTPTests {
     }
 
     @Test func portInUse() throws {
-        let first = try ServerProcess(directory: try Run.temporaryDirectory("port-a"))
+        let scratch = try ScratchDirectory("port-a")
+        let first = try ServerProcess(directory: scratch.path)
         let blobcache = ServerProcess.productsDirectory.appendingPathComponent("blobcache").path
-        let result = try Run.run(blobcache, ["serve", "--dir", try Run.temporaryDirectory("port-b"),
+        let other = try ScratchDirectory("port-b")
+        let result = try Run.run(blobcache, ["serve", "--dir", other.path,
                                              "--listen", "127.0.0.1:\(first.port)"])
         #expect(result.status == 2, "\(result.output)")
         #expect(result.output.split(separator: "\n").count == 1, "\(result.output)")
         #expect(result.output.contains("in use"), "\(result.output)")
         #expect(first.terminate() == 0)
+    }
+}
+
+/// The server tests' own scaffolding: a test leaves nothing behind in the temporary directory.
+@Suite struct ServerScaffoldingTests {
+    @Test("a served scratch directory and the server's log are gone once the test lets go of them")
+    func leavesNothingBehind() throws {
+        var left: [String] = []
+        do {
+            let scratch = try ScratchDirectory("cleanup")
+            let server = try ServerProcess(directory: scratch.path)
+            left = [scratch.path, server.logFile]
+            for path in left { #expect(FileManager.default.fileExists(atPath: path), "\(path)") }
+            #expect(server.terminate() == 0, "\(server.log)")
+        }
+        for path in left { #expect(!FileManager.default.fileExists(atPath: path), "\(path) was left behind") }
     }
 }

@@ -48,11 +48,13 @@ final class ServerProcess {
         return process.terminationStatus
     }
 
+    /// Kills the server if it still runs and removes its log.
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(atPath: logFile)
     }
 
     private var buffer: [UInt8] = []
@@ -112,10 +114,16 @@ enum Run {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    /// A new empty temporary directory.
-    static func temporaryDirectory(_ name: String) throws -> String {
-        let path = NSTemporaryDirectory() + "blobcache-serve-\(name)-\(UUID().uuidString.prefix(8))"
+}
+
+/// A new empty temporary directory, removed with everything in it when the last reference goes.
+final class ScratchDirectory {
+    let path: String
+
+    init(_ name: String) throws {
+        path = NSTemporaryDirectory() + "blobcache-serve-\(name)-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
     }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
