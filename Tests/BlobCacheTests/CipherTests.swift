@@ -55,6 +55,27 @@ struct CipherTests {
         }
     }
 
+    @Test("opening in place gives what opening into another buffer gives, and nothing for a flipped byte or another context")
+    func openingInPlace() throws {
+        let cipher = try CacheCipher(.aesGCM(key: testKey))
+        let context = CacheCipher.Context.blob(id: BlobID(hashing: [1]), codec: .lz4, rawLength: 123)
+        for plain in payloads + [Samples.random(300_000, seed: 10)] {
+            let sealed = plain.withUnsafeBytes { cipher.seal($0, context: context) }
+            var own = sealed
+            let opened = own.withUnsafeMutableBytes { cipher.openInPlace($0, context: context).map(Array.init) }
+            #expect(opened == plain)
+            #expect(sealed.withUnsafeBytes { cipher.open($0, context: context) } == plain)
+            for position in [0, sealed.count / 2, sealed.count - 1] {
+                var damaged = sealed
+                damaged[position] ^= 0x01
+                #expect(damaged.withUnsafeMutableBytes { cipher.openInPlace($0, context: context) } == nil, "byte \(position)")
+            }
+            var elsewhere = sealed
+            let other = CacheCipher.Context.blob(id: BlobID(hashing: [2]), codec: .lz4, rawLength: 123)
+            #expect(elsewhere.withUnsafeMutableBytes { cipher.openInPlace($0, context: other) } == nil)
+        }
+    }
+
     @Test("the cache's seals are AES-GCM under the derived keys, with FORMAT.md's associated data")
     func sealsMatchTheDocumentedFormat() throws {
         let cipher = try CacheCipher(.aesGCM(key: testKey))

@@ -36,23 +36,35 @@ struct OpenWhileDecodingTests {
         return encoded.buffer
     }
 
+    /// Decodes `sealed` from borrowed bytes, or `inPlace` from a copy the read owns (the
+    /// plaintext overwriting the ciphertext, as a loose blob's read does).
     private func decode(_ sealed: [UInt8], _ context: CacheCipher.Context, rawCount: Int,
-                        workers: Int? = nil) -> OpenWhileDecoding.Outcome? {
-        sealed.withUnsafeBytes { OpenWhileDecoding.decode($0, cipher: cipher, context: context, rawCount: rawCount, workers: workers) }
+                        workers: Int? = nil, inPlace: Bool = false) -> OpenWhileDecoding.Outcome? {
+        guard inPlace else {
+            return sealed.withUnsafeBytes {
+                OpenWhileDecoding.decode(.borrowed($0), cipher: cipher, context: context, rawCount: rawCount, workers: workers)
+            }
+        }
+        var own = sealed
+        return own.withUnsafeMutableBytes {
+            OpenWhileDecoding.decode(.owned($0), cipher: cipher, context: context, rawCount: rawCount, workers: workers)
+        }
     }
 
-    @Test("large values open and decode to exactly their bytes, block by block, with 1, 2 or 8 threads",
+    @Test("large values open and decode to exactly their bytes, block by block, with 1, 2 or 8 threads, in place or not",
           arguments: 0..<values.count, [1, 2, 8])
     func roundTrips(which: Int, workers: Int) throws {
         let value = Self.values[which]
-        let outcome = try #require(decode(sealed(frame(value), context(value)), context(value), rawCount: value.count,
-                                          workers: workers))
-        guard case .decoded(let bytes, let pipelined) = outcome else {
-            Issue.record("\(value.count) bytes: \(outcome)")
-            return
+        for inPlace in [false, true] {
+            let outcome = try #require(decode(sealed(frame(value), context(value)), context(value), rawCount: value.count,
+                                              workers: workers, inPlace: inPlace))
+            guard case .decoded(let bytes, let pipelined) = outcome else {
+                Issue.record("\(value.count) bytes, in place \(inPlace): \(outcome)")
+                continue
+            }
+            #expect(pipelined, "the cache's own frames are decoded as they open")
+            #expect(bytes == value, "in place: \(inPlace)")
         }
-        #expect(pipelined, "the cache's own frames are decoded as they open")
-        #expect(bytes == value)
     }
 
     @Test("a flipped byte anywhere in the seal, or another blob's context, gives no bytes: the tag does not verify")
@@ -62,10 +74,12 @@ struct OpenWhileDecodingTests {
         for position in [0, 11, 12, 13, 12 + 40_000, good.count / 2, good.count - 17, good.count - 16, good.count - 1] {
             var damaged = good
             damaged[position] ^= 0x20
-            let outcome = try #require(decode(damaged, context(value), rawCount: value.count), "byte \(position)")
-            guard case .tagMismatch = outcome else {
-                Issue.record("byte \(position) of \(good.count): \(outcome)")
-                continue
+            for inPlace in [false, true] {
+                let outcome = try #require(decode(damaged, context(value), rawCount: value.count, inPlace: inPlace), "byte \(position)")
+                guard case .tagMismatch = outcome else {
+                    Issue.record("byte \(position) of \(good.count), in place \(inPlace): \(outcome)")
+                    continue
+                }
             }
         }
         let other = Samples.compressible(value.count, seed: 99)

@@ -80,7 +80,8 @@ final class AESGCMKey: @unchecked Sendable {
     }
 
     /// Opens `ciphertextAndTag` into `output` (exactly `ciphertextAndTag.count - tagSize`
-    /// bytes); false when the tag does not verify (`output` then holds nothing of value).
+    /// bytes; it may start where the ciphertext does, which BoringSSL allows: opening in
+    /// place); false when the tag does not verify (`output` then holds nothing of value).
     func open(_ ciphertextAndTag: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
               associatedData: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
         precondition(output.count + Self.tagSize == ciphertextAndTag.count && nonce.count == Self.nonceSize)
@@ -123,8 +124,8 @@ final class AESGCMKey: @unchecked Sendable {
 
         deinit { CCryptoBoringSSL_EVP_CIPHER_CTX_free(context) }
 
-        /// Decrypts the next piece of ciphertext into `plain` (exactly as many bytes); false if
-        /// BoringSSL fails.
+        /// Decrypts the next piece of ciphertext into `plain` (exactly as many bytes, at another
+        /// place or at the same one: in place); false if BoringSSL fails.
         func update(_ ciphertext: UnsafeRawBufferPointer, into plain: UnsafeMutableRawBufferPointer) -> Bool {
             precondition(plain.count == ciphertext.count && ciphertext.count <= Int(Int32.max))
             var written: Int32 = 0

@@ -140,7 +140,17 @@ final class CacheCipher: Sendable {
         }
     }
 
-    /// Opens `sealed` (at least `overhead` bytes) into `plain`, its exact plaintext size.
+    /// Opens `sealed` where it lies: the plaintext, which overwrites the ciphertext (`sealed`
+    /// then holds nothing of value whatever the outcome), or `nil` when it is damaged, was
+    /// sealed under another key or for another context.
+    func openInPlace(_ sealed: UnsafeMutableRawBufferPointer, context: Context) -> UnsafeRawBufferPointer? {
+        guard sealed.count >= Self.overhead else { return nil }
+        let plain = UnsafeMutableRawBufferPointer(rebasing: sealed[Self.nonceSize..<(sealed.count - Self.tagSize)])
+        return open(UnsafeRawBufferPointer(sealed), context: context, into: plain) ? UnsafeRawBufferPointer(plain) : nil
+    }
+
+    /// Opens `sealed` (at least `overhead` bytes) into `plain`, its exact plaintext size (or
+    /// in place: `plain` starting where the ciphertext does).
     private func open(_ sealed: UnsafeRawBufferPointer, context: Context, into plain: UnsafeMutableRawBufferPointer) -> Bool {
         context.withAssociatedData { associated in
             key(for: context).open(UnsafeRawBufferPointer(rebasing: sealed[Self.nonceSize...]),

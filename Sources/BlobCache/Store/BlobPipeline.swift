@@ -109,8 +109,11 @@ struct BlobPipeline: Sendable {
                let checked = try LooseBlobFormat.readRaw(fd, fileSize: size, expecting: info, io: io, path: path) {
                 return checked
             }
-            let file = try io.read(fd, count: Int(size), at: 0, path: path)
-            return file.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: cipher, checking: check) }
+            // The file's copy is this read's own: a seal is opened in place, with no second buffer.
+            var file = try io.read(fd, count: Int(size), at: 0, path: path)
+            return file.withUnsafeMutableBytes {
+                LooseBlobFormat.decode(file: .owned($0), expecting: info, cipher: cipher, checking: check)
+            }
         case .packed(let segment, let offset, let writtenEnd):
             return try segment.readValue(at: offset, expecting: info, writtenEnd: writtenEnd, cipher: cipher, checking: check)
         }

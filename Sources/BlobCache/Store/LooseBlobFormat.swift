@@ -85,6 +85,13 @@ enum LooseBlobFormat {
     /// to `id`, by default `info`'s); `.failure` names the damage.
     static func decode(file bytes: UnsafeRawBufferPointer, expecting info: BlobInfo?, id: BlobID? = nil,
                        cipher: CacheCipher?, checking check: PayloadCheck = .everything) -> Result<[UInt8], BlobDamage> {
+        decode(file: .borrowed(bytes), expecting: info, id: id, cipher: cipher, checking: check)
+    }
+
+    /// `decode(file:…)` of a file the read holds as `buffer`: one it owns is opened in place.
+    static func decode(file buffer: ReadBuffer, expecting info: BlobInfo?, id: BlobID? = nil,
+                       cipher: CacheCipher?, checking check: PayloadCheck = .everything) -> Result<[UInt8], BlobDamage> {
+        let bytes = buffer.bytes
         let header: Header
         switch parseHeader(bytes) {
         case .failure(let damage): return .failure(damage)
@@ -101,7 +108,7 @@ enum LooseBlobFormat {
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
         let id = id ?? info?.id
         func decoded(first: (() -> Void)? = nil) -> Result<[UInt8], BlobDamage> {
-            SealedPayload.decode(payload, sealed: header.sealed, cipher: cipher, id: id, codec: header.codec,
+            SealedPayload.decode(buffer.suffix(from: headerSize), sealed: header.sealed, cipher: cipher, id: id, codec: header.codec,
                                  rawLength: header.rawLength, first: first)
         }
         if check.tagSuffices(sealed: header.sealed, cipher: cipher) { return decoded() }

@@ -32,23 +32,34 @@ enum OpenWhileDecoding {
         case undecodable
     }
 
-    /// Opens and decodes `sealed` (`nonce ‖ ciphertext ‖ tag` of an LZ4 frame of `rawCount`
-    /// bytes) with `workers` threads (by default one per core, at most one per block the
-    /// cache writes for that length, since a core with no block to decode only waits); `nil` when this way does not apply
-    /// (no piecewise opening here, a length no payload of this size can decode to): the caller
-    /// then opens whole and decodes. A lone worker opens and decodes in turn.
-    static func decode(_ sealed: UnsafeRawBufferPointer, cipher: CacheCipher, context: CacheCipher.Context,
+    /// Opens and decodes `buffer` (`nonce ‖ ciphertext ‖ tag` of an LZ4 frame of `rawCount`
+    /// bytes; one the read owns is opened in place) with `workers` threads (by default one per
+    /// core, at most one per block the cache writes for that length, since a core with no
+    /// block to decode only waits); `nil` when this way does not apply (no piecewise opening
+    /// here, a length no payload of this size can decode to): the caller then opens whole and
+    /// decodes. A lone worker opens and decodes in turn.
+    static func decode(_ buffer: ReadBuffer, cipher: CacheCipher, context: CacheCipher.Context,
                        rawCount: Int, workers: Int? = nil) -> Outcome? {
+        let sealed = buffer.bytes
         guard rawCount > 0, sealed.count >= CacheCipher.overhead,
               rawCount <= Compression.maxRawCount(payloadCount: sealed.count - CacheCipher.overhead, tag: .lz4),
               let (opening, ciphertext, tag) = cipher.beginOpening(sealed, context: context)
         else { return nil }
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, ciphertext.count), alignment: 16)
-        defer { plain.deallocate() }
+        // The plaintext goes where the ciphertext is when the read owns it, else to a buffer
+        // of its own.
+        let plain: UnsafeMutableRawBufferPointer
+        var allocated: UnsafeMutableRawBufferPointer?
+        if case .owned = buffer {
+            plain = UnsafeMutableRawBufferPointer(mutating: ciphertext)
+        } else {
+            let own = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, ciphertext.count), alignment: 16)
+            allocated = own
+            plain = UnsafeMutableRawBufferPointer(rebasing: own[..<ciphertext.count])
+        }
+        defer { allocated?.deallocate() }
         var verdict = Verdict.undecodable
         let value = [UInt8](unsafeUninitializedCapacity: rawCount) { storage, initialized in
-            let work = Work(opening: opening, ciphertext: ciphertext, tag: tag,
-                            plain: UnsafeMutableRawBufferPointer(rebasing: plain[..<ciphertext.count]),
+            let work = Work(opening: opening, ciphertext: ciphertext, tag: tag, plain: plain,
                             out: UnsafeMutableRawBufferPointer(storage))
             if let workers {
                 Parallel.run(Array(repeating: work.run, count: max(1, workers)))

@@ -154,7 +154,7 @@ enum PackFormat {
                 || header.checksumKind.value(head: head, payload: payload) == header.checksum else {
             return .failure(.checksum(header.checksumKind == .crc32 ? "CRC mismatch" : "XXH64 mismatch"))
         }
-        return SealedPayload.decode(payload, sealed: header.sealed, cipher: cipher, id: header.id, codec: header.codec,
+        return SealedPayload.decode(.borrowed(payload), sealed: header.sealed, cipher: cipher, id: header.id, codec: header.codec,
                                     rawLength: header.rawLength)
     }
 }
