@@ -229,6 +229,35 @@ struct EncryptionTests {
         if place == "journal record" { #expect(try reopened.bytes(forKey: "small") == values[1]) }
     }
 
+    @Test("repair keeps every intact encrypted loose blob: it checks each payload before opening it in place")
+    func repairKeepsIntactLooseBlobs() throws {
+        let dir = TemporaryDirectory()
+        // Every value loose: small and large LZ4 ones, and one stored raw.
+        let kept = [Samples.compressible(5_000, seed: 21), Samples.compressible(200_000, seed: 22),
+                    Samples.compressible(700_000, seed: 23), Samples.random(300_000, seed: 24)]
+        let configuration = encrypted { $0.packThreshold = 0 }
+        let cache = try BlobCache(directory: dir.path, configuration: configuration)
+        for (index, value) in kept.enumerated() { try cache.set(value, forKey: key(index)) }
+        let before = Set(regularFiles(under: dir.path).keys.filter { $0.hasPrefix("objects/") })
+        #expect(before.count == kept.count)
+        // One more, whose checksum field is flipped, so that there is something to repair.
+        try cache.set(Samples.compressible(9_000, seed: 25), forKey: "doomed")
+        try cache.close()
+        let doomed = try #require(Set(regularFiles(under: dir.path).keys.filter { $0.hasPrefix("objects/") }).subtracting(before).first)
+        var file = readFile(dir.appending(doomed))
+        file[24] ^= 0x01   // the XXH64 field
+        try Data(file).write(to: URL(fileURLWithPath: dir.appending(doomed)))
+
+        var repairing = checkOptions(testKey)
+        repairing.repair = true
+        let repaired = try BlobCache.check(directory: dir.path, options: repairing)
+        #expect(repaired.repaired && repaired.errors.count == 1 && repaired.errorsLeft.isEmpty, "\(repaired.findings)")
+        let reopened = try BlobCache(directory: dir.path, configuration: configuration)
+        for (index, value) in kept.enumerated() { #expect(try reopened.bytes(forKey: key(index)) == value, "value \(index)") }
+        #expect(try reopened.bytes(forKey: "doomed") == nil)
+        try reopened.close()
+    }
+
     @Test("a read checks a sealed blob by its tag alone: a damaged outer checksum still gives the true bytes; fsck reports it and repair clears it")
     func readsTrustTheTag() throws {
         let dir = TemporaryDirectory()

@@ -83,8 +83,10 @@ struct OpenWhileDecodingTests {
             }
         }
         let other = Samples.compressible(value.count, seed: 99)
-        let outcome = try #require(decode(good, context(other), rawCount: value.count))
-        guard case .tagMismatch = outcome else { Issue.record("another blob's context: \(outcome)"); return }
+        for inPlace in [false, true] {
+            let outcome = try #require(decode(good, context(other), rawCount: value.count, inPlace: inPlace))
+            guard case .tagMismatch = outcome else { Issue.record("another blob's context, in place \(inPlace): \(outcome)"); continue }
+        }
     }
 
     @Test("an authentic frame that does not decode to the sealed length is undecodable, not a tag failure",
@@ -96,8 +98,13 @@ struct OpenWhileDecodingTests {
         // of blocks tells that the last byte was never written.
         for claimedLength in [value.count + 1, value.count - 1] {
             let claimed = context(value, rawLength: claimedLength)
-            let outcome = try #require(decode(sealed(frame(value), claimed), claimed, rawCount: claimedLength))
-            guard case .undecodable = outcome else { Issue.record("\(claimedLength) of \(value.count): \(outcome)"); continue }
+            for inPlace in [false, true] {
+                let outcome = try #require(decode(sealed(frame(value), claimed), claimed, rawCount: claimedLength, inPlace: inPlace))
+                guard case .undecodable = outcome else {
+                    Issue.record("\(claimedLength) of \(value.count), in place \(inPlace): \(outcome)")
+                    continue
+                }
+            }
         }
     }
 
@@ -115,10 +122,12 @@ struct OpenWhileDecodingTests {
         }
         try #require(LZ4F_isError(written) == 0)
         frame.removeLast(frame.count - written)
-        let outcome = try #require(decode(sealed(frame, context(value)), context(value), rawCount: value.count))
-        guard case .decoded(let bytes, let pipelined) = outcome else { Issue.record("\(outcome)"); return }
-        #expect(!pipelined, "a frame of linked blocks is decoded whole")
-        #expect(bytes == value)
+        for inPlace in [false, true] {
+            let outcome = try #require(decode(sealed(frame, context(value)), context(value), rawCount: value.count, inPlace: inPlace))
+            guard case .decoded(let bytes, let pipelined) = outcome else { Issue.record("in place \(inPlace): \(outcome)"); continue }
+            #expect(!pipelined, "a frame of linked blocks is decoded whole")
+            #expect(bytes == value, "in place: \(inPlace)")
+        }
     }
 
     @Test("the frame index grows with the bytes that have arrived and ends as the whole frame's")

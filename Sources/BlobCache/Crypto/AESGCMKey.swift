@@ -125,7 +125,9 @@ final class AESGCMKey: @unchecked Sendable {
         deinit { CCryptoBoringSSL_EVP_CIPHER_CTX_free(context) }
 
         /// Decrypts the next piece of ciphertext into `plain` (exactly as many bytes, at another
-        /// place or at the same one: in place); false if BoringSSL fails.
+        /// place or at the same one: in place. BoringSSL's header documents in-place use for the
+        /// AEAD open only; this goes through the same `CRYPTO_gcm128_decrypt`, and
+        /// OpenWhileDecodingTests pins it); false if BoringSSL fails.
         func update(_ ciphertext: UnsafeRawBufferPointer, into plain: UnsafeMutableRawBufferPointer) -> Bool {
             precondition(plain.count == ciphertext.count && ciphertext.count <= Int(Int32.max))
             var written: Int32 = 0

@@ -141,8 +141,8 @@ final class CacheCipher: Sendable {
     }
 
     /// Opens `sealed` where it lies: the plaintext, which overwrites the ciphertext (`sealed`
-    /// then holds nothing of value whatever the outcome), or `nil` when it is damaged, was
-    /// sealed under another key or for another context.
+    /// then holds nothing of value whatever the outcome) and is valid as long as `sealed` is,
+    /// or `nil` when it is damaged, was sealed under another key or for another context.
     func openInPlace(_ sealed: UnsafeMutableRawBufferPointer, context: Context) -> UnsafeRawBufferPointer? {
         guard sealed.count >= Self.overhead else { return nil }
         let plain = UnsafeMutableRawBufferPointer(rebasing: sealed[Self.nonceSize..<(sealed.count - Self.tagSize)])

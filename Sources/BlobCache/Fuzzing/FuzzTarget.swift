@@ -120,7 +120,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     /// Mode 0: a loose file with no index record (fsck, adoption). Mode 1: with an index
-    /// record claiming lengths from its own header. Mode 2: a payload sealed into a file with a
+    /// record claiming lengths from its own header, also read as a get reads it (in place). Mode 2: a payload sealed into a file with a
     /// valid checksum and a claimed value length, decoded both ways.
     private static func looseBlob(_ input: UnsafeRawBufferPointer, mode: UInt8) {
         switch mode {
@@ -132,6 +132,11 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             let info = BlobInfo(id: BlobID(hashing: []), codec: header.codec, rawLength: header.rawLength,
                                 payloadLength: header.payloadLength, place: .loose)
             _ = LooseBlobFormat.decode(file: input, expecting: info, cipher: nil)
+            // As a get reads it: its own copy, the tag alone checked, the seal opened in place.
+            var own = Array(input)
+            _ = own.withUnsafeMutableBytes {
+                LooseBlobFormat.decode(file: .owned($0), expecting: info, cipher: fuzzCipher, checking: .tagWhenSealed)
+            }
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
             var file = [UInt8](repeating: 0, count: LooseBlobFormat.headerSize) + Array(payload)

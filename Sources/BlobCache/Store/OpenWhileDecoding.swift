@@ -11,7 +11,7 @@ import Synchronization
 /// which bounds every read and write whatever the bytes (as for any damaged payload), and the
 /// result is dropped if the tag does not verify.
 ///
-///     switch OpenWhileDecoding.decode(sealed, cipher: cipher, context: context, rawCount: n) {
+///     switch OpenWhileDecoding.decode(.borrowed(sealed), cipher: cipher, context: context, rawCount: n) {
 ///     case .decoded(let value, _)?: …
 ///     case .tagMismatch?, .undecodable?: … damage …
 ///     case nil: … open whole, then decode …
@@ -49,8 +49,8 @@ enum OpenWhileDecoding {
         // of its own.
         let plain: UnsafeMutableRawBufferPointer
         var allocated: UnsafeMutableRawBufferPointer?
-        if case .owned = buffer {
-            plain = UnsafeMutableRawBufferPointer(mutating: ciphertext)
+        if case .owned(let own) = buffer {
+            plain = UnsafeMutableRawBufferPointer(rebasing: own[CacheCipher.nonceSize..<(own.count - CacheCipher.tagSize)])
         } else {
             let own = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, ciphertext.count), alignment: 16)
             allocated = own

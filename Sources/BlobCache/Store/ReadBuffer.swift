@@ -2,7 +2,7 @@
 /// own copy of the file, which opening a seal overwrites with the plaintext, so a large
 /// encrypted value needs no second buffer of its size (allocating and faulting in one per get
 /// cost a 1 MiB read as much again, the allocator having returned the last one to the system);
-/// a read from a pack segment's mapping only borrows the bytes.
+/// a read of a pack record only borrows them (from the segment's mapping, or a small copy).
 ///
 ///     file.withUnsafeMutableBytes { LooseBlobFormat.decode(file: .owned($0), expecting: info, cipher: cipher) }
 enum ReadBuffer {
