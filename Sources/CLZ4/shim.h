@@ -188,6 +188,39 @@ static inline long blobcache_lz4_frame_index(const void *src, size_t srcSize, bl
     return state.count;
 }
 
+/* Room for decoding in place (blobcache_lz4_decode_in_place) dstSize bytes from a frame of
+ * frameSize bytes: lz4.h's in-place buffer size for dstSize (dstSize + dstSize/256 + 32, its
+ * LZ4_DECOMPRESS_INPLACE_BUFFER_SIZE), plus the 8 bytes at most that follow the block in the
+ * frame (end mark and content checksum), and never less than the frame. */
+static inline size_t blobcache_lz4_in_place_capacity(size_t dstSize, size_t frameSize) {
+    size_t room = dstSize + (dstSize >> 8) + 32 + 8;
+    return room > frameSize ? room : frameSize;
+}
+
+/* Decodes in place: buf (capacity bytes, blobcache_lz4_in_place_capacity) holds in its last
+ * frameSize bytes an LZ4 frame of one independent block without checksums, whose content goes
+ * to buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
+ * compression and decompression"), which holds for a block smaller than its content; other
+ * frames are refused before a byte is written. Returns 0 when the content is exactly dstSize
+ * bytes; 1 when the frame is not of that kind (buf untouched); -1 when the block does not
+ * decode to dstSize bytes (buf then holds nothing of value). */
+static inline int blobcache_lz4_decode_in_place(void *buf, size_t capacity, size_t frameSize, size_t dstSize) {
+    if (frameSize > capacity || capacity < blobcache_lz4_in_place_capacity(dstSize, frameSize)) return 1;
+    char *frame = (char *)buf + (capacity - frameSize);
+    blobcache_lz4_block block;
+    size_t blockMax = 0;
+    if (blobcache_lz4_frame_index(frame, frameSize, &block, 1, &blockMax) != 1) return 1;
+    if (dstSize > blockMax) return 1;
+    if (block.uncompressed) {
+        if (block.size != dstSize) return -1;
+        memmove(buf, frame + block.offset, dstSize);
+        return 0;
+    }
+    if (block.size >= dstSize) return 1;   /* not smaller than its content: not safe in place */
+    int n = LZ4_decompress_safe(frame + block.offset, (char *)buf, (int)block.size, (int)dstSize);
+    return (n >= 0 && (size_t)n == dstSize) ? 0 : -1;
+}
+
 /* Decodes blocks first, first+step, … of an indexed frame into dst (dstSize bytes in all):
  * block i fills dst[i*blockMax ..< min((i+1)*blockMax, dstSize)] exactly. Returns 0, or -1. */
 static inline int blobcache_lz4_decode_blocks(const void *src, const blobcache_lz4_block *blocks, long count,

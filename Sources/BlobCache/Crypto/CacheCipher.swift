@@ -150,8 +150,9 @@ final class CacheCipher: Sendable {
     }
 
     /// Opens `sealed` (at least `overhead` bytes) into `plain`, its exact plaintext size (or
-    /// in place: `plain` starting where the ciphertext does).
-    private func open(_ sealed: UnsafeRawBufferPointer, context: Context, into plain: UnsafeMutableRawBufferPointer) -> Bool {
+    /// in place: `plain` starting where the ciphertext does); false when it is damaged, was
+    /// sealed under another key or for another context (`plain` then holds nothing of value).
+    func open(_ sealed: UnsafeRawBufferPointer, context: Context, into plain: UnsafeMutableRawBufferPointer) -> Bool {
         context.withAssociatedData { associated in
             key(for: context).open(UnsafeRawBufferPointer(rebasing: sealed[Self.nonceSize...]),
                                    nonce: UnsafeRawBufferPointer(rebasing: sealed[..<Self.nonceSize]),

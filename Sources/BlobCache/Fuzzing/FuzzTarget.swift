@@ -105,6 +105,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                                 payloadLength: header.payloadLength, place: .packed(segment: 1, offset: 16))
             _ = PackFormat.decode(record: input, expecting: info, cipher: nil)
             _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher)
+            _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher, checking: .tagWhenSealed)   // as a get
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
             var record = [UInt8](repeating: 0, count: PackFormat.recordHeaderSize) + Array(payload)

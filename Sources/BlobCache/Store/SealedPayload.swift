@@ -30,6 +30,13 @@ enum SealedPayload {
                 }
             } else if codec == .none {
                 decoded = cipher.open(payload, context: context).map { $0.count == rawLength ? $0 : nil }
+            } else if codec == .lz4, rawLength < Parallel.threshold, case .borrowed = buffer,
+                      let outcome = OpenIntoValue.decode(payload, cipher: cipher, context: context, rawCount: rawLength) {
+                // Small, from a mapping: opened into the value's own array and decoded there.
+                switch outcome {
+                case .decoded(let value): decoded = .some(value)
+                case .tagMismatch: decoded = nil
+                }
             } else if case .owned(let own) = buffer {
                 decoded = cipher.openInPlace(own, context: context).map { Compression.decode($0, tag: codec, rawCount: rawLength) }
             } else {
