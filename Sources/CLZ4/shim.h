@@ -147,6 +147,7 @@ static inline int blobcache_lz4_frame_index_step(const void *src, size_t availab
         if (blobcache_le32(p) != 0x184D2204u) return -1;
         unsigned flg = p[4], bd = p[5];
         if ((flg >> 6) != 1 || !(flg & 0x20) || (flg & 0x10) || (flg & 0x01)) return -1;
+        if ((flg & 0x02) || (bd & 0x8F)) return -1;           /* reserved bits, which LZ4F refuses */
         unsigned id = (bd >> 4) & 7;
         if (id < 4) return -1;
         size_t headerEnd = 6 + ((flg & 0x08) ? 8 : 0) + 1;   /* descriptor, content size, header checksum */
@@ -188,6 +189,19 @@ static inline long blobcache_lz4_frame_index(const void *src, size_t srcSize, bl
     return state.count;
 }
 
+/* Whether an indexed frame's header leaves nothing for LZ4F to check on a small value's fast
+ * path: no content checksum (those frames go to LZ4F, which verifies it), and a content size,
+ * if recorded, of exactly dstSize. The header checksum byte is not checked; the container's
+ * checksum or GCM tag covers every byte of the frame. */
+static inline int blobcache_lz4_header_settled(const void *frame, size_t frameSize, size_t dstSize) {
+    const unsigned char *p = (const unsigned char *)frame;
+    if (frameSize < 7 || (p[4] & 0x04)) return 0;
+    if (!(p[4] & 0x08)) return 1;
+    if (frameSize < 15) return 0;
+    unsigned long long size = (unsigned long long)blobcache_le32(p + 6) | (unsigned long long)blobcache_le32(p + 10) << 32;
+    return size == (unsigned long long)dstSize;
+}
+
 /* Room for decoding in place (blobcache_lz4_decode_in_place) dstSize bytes from a frame of
  * frameSize bytes: lz4.h's in-place buffer size for dstSize (dstSize + dstSize/256 + 32, its
  * LZ4_DECOMPRESS_INPLACE_BUFFER_SIZE), plus the 8 bytes at most that follow the block in the
@@ -198,8 +212,8 @@ static inline size_t blobcache_lz4_in_place_capacity(size_t dstSize, size_t fram
 }
 
 /* Decodes in place: buf (capacity bytes, blobcache_lz4_in_place_capacity) holds in its last
- * frameSize bytes an LZ4 frame of one independent block without checksums, whose content goes
- * to buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
+ * frameSize bytes an LZ4 frame of one independent block without checksums (and a content size,
+ * if recorded, of dstSize: blobcache_lz4_header_settled), whose content goes to buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
  * compression and decompression"), which holds for a block smaller than its content; other
  * frames are refused before a byte is written. Returns 0 when the content is exactly dstSize
  * bytes; 1 when the frame is not of that kind (buf untouched); -1 when the block does not
@@ -209,8 +223,9 @@ static inline int blobcache_lz4_decode_in_place(void *buf, size_t capacity, size
     char *frame = (char *)buf + (capacity - frameSize);
     blobcache_lz4_block block;
     size_t blockMax = 0;
+    if (LZ4_versionNumber() < 10902) return 1;   /* in-place decoding is documented from lz4 1.9.2 */
     if (blobcache_lz4_frame_index(frame, frameSize, &block, 1, &blockMax) != 1) return 1;
-    if (dstSize > blockMax) return 1;
+    if (dstSize > blockMax || !blobcache_lz4_header_settled(frame, frameSize, dstSize)) return 1;
     if (block.uncompressed) {
         if (block.size != dstSize) return -1;
         memmove(buf, frame + block.offset, dstSize);
@@ -240,5 +255,18 @@ static inline int blobcache_lz4_decode_blocks(const void *src, const blobcache_l
         }
     }
     return 0;
+}
+
+/* Decodes a frame of one independent block without checksums (what the cache writes for a value
+ * up to 256 KiB; blobcache_lz4_header_settled) with LZ4's block decoder, no LZ4F context
+ * needed: 0 when src's content
+ * is exactly dstSize bytes, now in dst; nonzero otherwise (another kind of frame, or one that
+ * does not decode; dst then holds nothing of value): the caller decodes with LZ4F. */
+static inline int blobcache_lz4_decode_single_block(const void *src, size_t srcSize, void *dst, size_t dstSize) {
+    blobcache_lz4_block block;
+    size_t blockMax = 0;
+    if (blobcache_lz4_frame_index(src, srcSize, &block, 1, &blockMax) != 1 || dstSize == 0 || dstSize > blockMax
+        || !blobcache_lz4_header_settled(src, srcSize, dstSize)) return 1;
+    return blobcache_lz4_decode_blocks(src, &block, 1, 0, 1, blockMax, dst, dstSize) == 0 ? 0 : -1;
 }
 #endif

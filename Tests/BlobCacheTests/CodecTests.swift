@@ -1,3 +1,4 @@
+import CLZ4
 import Testing
 @testable import BlobCache
 
@@ -56,6 +57,66 @@ struct CodecTests {
             // A codec alone cannot always notice a flipped literal (the container CRC does);
             // what it must never do is crash or produce a wrong-length result.
             if let decoded { #expect(decoded.count == value.count) }
+        }
+    }
+
+    @Test("small LZ4 frames decode to exactly their bytes, the cache's own (one block, decoded straight) and any other kind (LZ4F)",
+          arguments: ["cache's own", "one raw block", "linked", "block checksums", "content checksum", "64 KB blocks"])
+    func smallFramesOfEveryKind(kind: String) throws {
+        let value = kind == "one raw block" ? Samples.random(3000, seed: 1) : Samples.compressible(150_000, seed: 2)
+        var frame = Self.lz4fFrame(value) { preferences in
+            switch kind {
+            case "one raw block", "64 KB blocks": preferences.frameInfo.blockSizeID = LZ4F_max64KB
+            case "linked": preferences.frameInfo.blockMode = LZ4F_blockLinked
+            case "block checksums": preferences.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled
+            case "content checksum": preferences.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled
+            default: break
+            }
+        }
+        if kind == "cache's own" { frame = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }.buffer }
+        let decoded = frame.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count) }
+        #expect(decoded.map { $0 == value } == true, "\(kind): \(decoded?.count ?? -1) bytes decoded")
+        for wrong in [value.count - 1, value.count + 1] {
+            #expect(frame.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: wrong) } == nil, "\(kind): \(wrong)")
+        }
+    }
+
+    /// `value` as LZ4F writes it: independent 256 KB blocks unless `change` says otherwise.
+    static func lz4fFrame(_ value: [UInt8], _ change: (inout LZ4F_preferences_t) -> Void = { _ in }) -> [UInt8] {
+        var preferences = LZ4F_preferences_t()
+        preferences.frameInfo.blockMode = LZ4F_blockIndependent
+        preferences.frameInfo.blockSizeID = LZ4F_max256KB
+        change(&preferences)
+        var frame = [UInt8](repeating: 0, count: LZ4F_compressFrameBound(value.count, &preferences))
+        let written = frame.withUnsafeMutableBytes { out in
+            value.withUnsafeBytes { LZ4F_compressFrame(out.baseAddress, out.count, $0.baseAddress, $0.count, &preferences) }
+        }
+        precondition(LZ4F_isError(written) == 0, "LZ4F_compressFrame failed")
+        return Array(frame[..<written])
+    }
+
+    @Test("a small frame whose recorded content size disagrees with the value is not decoded")
+    func contentSizeDisagrees() throws {
+        let value = Samples.compressible(4096, seed: 5)
+        var frame = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }.buffer
+        try #require(frame[4] & 0x08 != 0, "the cache records the content size")
+        frame[6] ^= 0x01
+        #expect(frame.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count) } == nil)
+    }
+
+    @Test("a frame that failed to decode does not spoil the decoder for the next: a valid frame of several blocks decodes after it")
+    func decoderRecoversFromDamage() {
+        // LZ4F's context, once a frame fails mid-block, fails every later frame of several
+        // blocks even after LZ4F_resetDecompressionContext; a pooled one must not be reused.
+        let value = Samples.compressible(150_000, seed: 3)
+        let several = Self.lz4fFrame(value) { $0.frameInfo.blockSizeID = LZ4F_max64KB }
+        let small = Samples.compressible(3000, seed: 4)
+        let smallFrame = small.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }.buffer
+        for cut in [20, 40, smallFrame.count - 1] {
+            let truncated = Array(smallFrame.prefix(cut)).withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: small.count) }
+            #expect(truncated == nil)
+            let decoded = several.withUnsafeBytes { Compression.decode($0, tag: .lz4, rawCount: value.count) }
+            #expect(decoded.map { $0 == value } == true, "after a frame cut to \(cut) bytes: \(decoded?.count ?? -1) bytes decoded")
         }
     }
 

@@ -49,12 +49,14 @@ struct OpenIntoValueTests {
     }
 
     @Test("the cache's small frames open and decode in place to exactly their bytes",
-          arguments: [300, 4096, 5000, 65_536, 65_537, 200_000])
+          arguments: [300, 4096, 5000, 65_536, 65_537, 200_000, Parallel.threshold - 1])
     func roundTrips(count: Int) throws {
         let value = Samples.compressible(count, seed: UInt64(count))
-        let outcome = try #require(decode(sealed(frame(value), context(value)), context(value), rawCount: value.count))
+        let seal = sealed(frame(value), context(value))
+        let outcome = try #require(decode(seal, context(value), rawCount: value.count))
         guard case .decoded(let bytes) = outcome else { Issue.record("\(count) bytes: \(outcome)"); return }
         #expect(bytes == value)
+        #expect(try read(seal, context(value), id: BlobID(hashing: value), rawLength: value.count).get() == value)
     }
 
     @Test("a one-block frame whose block is stored raw is moved into place")
@@ -85,7 +87,9 @@ struct OpenIntoValueTests {
     @Test("frames of several blocks, linked blocks or checksums are left to the usual path, which decodes them",
           arguments: ["several blocks", "linked", "block checksums", "content checksum"])
     func otherFramesFallBack(kind: String) throws {
-        let value = Samples.compressible(150_000, seed: 10)
+        // One block for the checksum kinds, so that each is refused for what it is named after
+        // (LZ4F writes a frame of one block as independent, so linked blocks need several).
+        let value = Samples.compressible(kind == "several blocks" || kind == "linked" ? 150_000 : 4096, seed: 10)
         let other = frame(value) {
             $0.frameInfo.blockSizeID = LZ4F_max64KB
             switch kind {
@@ -98,6 +102,20 @@ struct OpenIntoValueTests {
         let seal = sealed(other, context(value))
         #expect(decode(seal, context(value), rawCount: value.count) == nil)
         #expect(try read(seal, context(value), id: BlobID(hashing: value), rawLength: value.count).get() == value)
+    }
+
+    @Test("an authentic frame whose recorded content size disagrees with the value gives no bytes")
+    func contentSizeDisagrees() throws {
+        let value = Samples.compressible(4096, seed: 13)
+        var bad = frame(value)
+        try #require(bad[4] & 0x08 != 0, "the cache records the content size")
+        bad[6] ^= 0x01   // 4096 becomes 4097 (LZ4F also sees the header checksum no longer match)
+        let seal = sealed(bad, context(value))
+        #expect(decode(seal, context(value), rawCount: value.count) == nil)
+        guard case .failure(.decompression) = read(seal, context(value), id: BlobID(hashing: value), rawLength: value.count) else {
+            Issue.record("a frame recording 4097 bytes was decoded as 4096")
+            return
+        }
     }
 
     @Test("an authentic frame that does not decode to the sealed length gives no bytes, whichever path says so",

@@ -156,7 +156,12 @@ enum Compression {
             return payload.count == rawCount ? Array(payload) : nil
         case .lz4:
             return decodeInto(rawCount) { out in
-                lz4Decompressors.withContext { context in
+                // The cache's own small frames: one block, decoded straight (no pooled context,
+                // no lock). Any other frame, or one that does not decode, goes to LZ4F.
+                if blobcache_lz4_decode_single_block(payload.baseAddress, payload.count, out.baseAddress, out.count) == 0 {
+                    return true
+                }
+                return lz4Decompressors.withContext(reusableAfter: { $0 }) { context in
                     guard let context else { return false }
                     return blobcache_lz4_decompress_frame(OpaquePointer(context), out.baseAddress, out.count,
                                                           payload.baseAddress, payload.count) == 0
@@ -164,7 +169,7 @@ enum Compression {
             }
         case .zlib:
             return decodeInto(rawCount) { out in
-                inflaters.withContext { context in
+                inflaters.withContext(reusableAfter: { $0 }) { context in
                     guard let context else { return false }
                     return blobcache_inflate(context.assumingMemoryBound(to: z_stream.self), out.baseAddress,
                                              out.count, payload.baseAddress, payload.count) == 0

@@ -21,9 +21,22 @@ final class ContextPool: Sendable {
 
     /// Runs `body` with a context; `nil` is passed when none could be created (out of memory).
     func withContext<T>(_ body: (UnsafeMutableRawPointer?) throws -> T) rethrows -> T {
+        try withContext(reusableAfter: { _ in true }, body)
+    }
+
+    /// Runs `body` with a context, which is kept for later calls only if `reusable` says so of
+    /// the result: a decoder's context that failed on damaged input is destroyed, since LZ4F's,
+    /// once a frame fails mid-block, fails later valid frames of several blocks even after
+    /// `LZ4F_resetDecompressionContext` (CodecTests.decoderRecoversFromDamage).
+    ///
+    ///     let ok = pool.withContext(reusableAfter: { $0 }) { context in decode(with: context) }
+    func withContext<T>(reusableAfter reusable: (T) -> Bool, _ body: (UnsafeMutableRawPointer?) throws -> T) rethrows -> T {
         let context = idle.withLock { $0.popLast()?.pointer } ?? make()
+        var keep = true
         defer {
-            if let context {
+            if let context, !keep {
+                destroy(context)
+            } else if let context {
                 let handle = Handle(pointer: context)
                 let kept = idle.withLock { contexts in
                     guard contexts.count < capacity else { return false }
@@ -33,7 +46,9 @@ final class ContextPool: Sendable {
                 if !kept { destroy(context) }
             }
         }
-        return try body(context)
+        let result = try body(context)
+        keep = reusable(result)
+        return result
     }
 
     deinit {

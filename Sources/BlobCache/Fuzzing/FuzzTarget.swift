@@ -92,7 +92,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// Mode 0: a segment image as adoption scans it (no index record). Mode 1: one record
     /// checked against an index record built from its own header. Mode 2: a payload sealed
-    /// into a record with a valid checksum and a claimed value length, then decoded.
+    /// into a record with a valid checksum and a claimed value length, then decoded; and the
+    /// same payload AES-GCM sealed, then opened and decoded as a get does.
     private static func packRecord(_ input: UnsafeRawBufferPointer, mode: UInt8) {
         switch mode {
         case 0:
@@ -117,12 +118,24 @@ enum FuzzTarget: String, CaseIterable, Sendable {
                                                                        payloadLength: payload.count, place: .packed(segment: 1, offset: 16)),
                                       cipher: nil)
             }
+            // The payload sealed under the claimed context, so that it is authentic: what follows
+            // the tag check (decoding in the value's array or in place, opening while decoding)
+            // meets every frame the fuzzer makes.
+            let context = CacheCipher.Context.blob(id: id, codec: codec, rawLength: raw)
+            var sealed = fuzzCipher.seal(payload, context: context)
+            _ = sealed.withUnsafeBytes {
+                SealedPayload.decode(.borrowed($0), sealed: true, cipher: fuzzCipher, id: id, codec: codec, rawLength: raw)
+            }
+            _ = sealed.withUnsafeMutableBytes {
+                SealedPayload.decode(.owned($0), sealed: true, cipher: fuzzCipher, id: id, codec: codec, rawLength: raw)
+            }
         }
     }
 
     /// Mode 0: a loose file with no index record (fsck, adoption). Mode 1: with an index
-    /// record claiming lengths from its own header, also read as a get reads it (in place). Mode 2: a payload sealed into a file with a
-    /// valid checksum and a claimed value length, decoded both ways.
+    /// record claiming lengths from its own header, also read as a get reads it (in place).
+    /// Mode 2: a payload sealed into a file with a valid checksum and a claimed value length,
+    /// decoded both ways.
     private static func looseBlob(_ input: UnsafeRawBufferPointer, mode: UInt8) {
         switch mode {
         case 0:
