@@ -64,7 +64,7 @@ struct CodecTests {
           arguments: ["cache's own", "one raw block", "linked", "block checksums", "content checksum", "64 KB blocks"])
     func smallFramesOfEveryKind(kind: String) throws {
         let value = kind == "one raw block" ? Samples.random(3000, seed: 1) : Samples.compressible(150_000, seed: 2)
-        var frame = Self.lz4fFrame(value) { preferences in
+        var frame = SealedFrames.lz4fFrame(value) { preferences in
             switch kind {
             case "one raw block", "64 KB blocks": preferences.frameInfo.blockSizeID = LZ4F_max64KB
             case "linked": preferences.frameInfo.blockMode = LZ4F_blockLinked
@@ -81,20 +81,6 @@ struct CodecTests {
         }
     }
 
-    /// `value` as LZ4F writes it: independent 256 KB blocks unless `change` says otherwise.
-    static func lz4fFrame(_ value: [UInt8], _ change: (inout LZ4F_preferences_t) -> Void = { _ in }) -> [UInt8] {
-        var preferences = LZ4F_preferences_t()
-        preferences.frameInfo.blockMode = LZ4F_blockIndependent
-        preferences.frameInfo.blockSizeID = LZ4F_max256KB
-        change(&preferences)
-        var frame = [UInt8](repeating: 0, count: LZ4F_compressFrameBound(value.count, &preferences))
-        let written = frame.withUnsafeMutableBytes { out in
-            value.withUnsafeBytes { LZ4F_compressFrame(out.baseAddress, out.count, $0.baseAddress, $0.count, &preferences) }
-        }
-        precondition(LZ4F_isError(written) == 0, "LZ4F_compressFrame failed")
-        return Array(frame[..<written])
-    }
-
     @Test("a small frame whose recorded content size disagrees with the value is not decoded")
     func contentSizeDisagrees() throws {
         let value = Samples.compressible(4096, seed: 5)
@@ -109,7 +95,7 @@ struct CodecTests {
         // LZ4F's context, once a frame fails mid-block, fails every later frame of several
         // blocks even after LZ4F_resetDecompressionContext; a pooled one must not be reused.
         let value = Samples.compressible(150_000, seed: 3)
-        let several = Self.lz4fFrame(value) { $0.frameInfo.blockSizeID = LZ4F_max64KB }
+        let several = SealedFrames.lz4fFrame(value) { $0.frameInfo.blockSizeID = LZ4F_max64KB }
         let small = Samples.compressible(3000, seed: 4)
         let smallFrame = small.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }.buffer
         for cut in [20, 40, smallFrame.count - 1] {

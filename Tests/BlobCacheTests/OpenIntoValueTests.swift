@@ -10,31 +10,17 @@ struct OpenIntoValueTests {
     private let cipher = try! CacheCipher(.aesGCM(key: testKey))
 
     private func context(_ value: [UInt8], rawLength: Int? = nil) -> CacheCipher.Context {
-        .blob(id: BlobID(hashing: value), codec: .lz4, rawLength: rawLength ?? value.count)
+        SealedFrames.context(value, rawLength: rawLength)
     }
 
     private func sealed(_ frame: [UInt8], _ context: CacheCipher.Context) -> [UInt8] {
-        frame.withUnsafeBytes { cipher.seal($0, context: context) }
+        SealedFrames.seal(frame, context, cipher)
     }
 
-    /// The frame the cache writes for `value`.
-    private func frame(_ value: [UInt8]) -> [UInt8] {
-        let encoded = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }
-        precondition(encoded.tag == .lz4, "test values compress")
-        return encoded.buffer
-    }
+    private func frame(_ value: [UInt8]) -> [UInt8] { SealedFrames.cacheFrame(value) }
 
-    /// A frame LZ4F writes with `preferences` changed by `change`.
     private func frame(_ value: [UInt8], _ change: (inout LZ4F_preferences_t) -> Void) -> [UInt8] {
-        var preferences = LZ4F_preferences_t()
-        preferences.frameInfo.blockMode = LZ4F_blockIndependent
-        change(&preferences)
-        var frame = [UInt8](repeating: 0, count: LZ4F_compressFrameBound(value.count, &preferences))
-        let written = frame.withUnsafeMutableBytes { out in
-            value.withUnsafeBytes { LZ4F_compressFrame(out.baseAddress, out.count, $0.baseAddress, $0.count, &preferences) }
-        }
-        precondition(LZ4F_isError(written) == 0)
-        return Array(frame[..<written])
+        SealedFrames.lz4fFrame(value, change)
     }
 
     private func decode(_ sealed: [UInt8], _ context: CacheCipher.Context, rawCount: Int) -> OpenIntoValue.Outcome? {

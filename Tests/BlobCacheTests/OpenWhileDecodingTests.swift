@@ -21,20 +21,14 @@ struct OpenWhileDecodingTests {
     ]
 
     private func context(_ value: [UInt8], rawLength: Int? = nil) -> CacheCipher.Context {
-        .blob(id: BlobID(hashing: value), codec: .lz4, rawLength: rawLength ?? value.count)
+        SealedFrames.context(value, rawLength: rawLength)
     }
 
-    /// `frame` sealed as an encrypted cache seals a blob's payload.
     private func sealed(_ frame: [UInt8], _ context: CacheCipher.Context) -> [UInt8] {
-        frame.withUnsafeBytes { cipher.seal($0, context: context) }
+        SealedFrames.seal(frame, context, cipher)
     }
 
-    /// The frame the cache writes for `value`.
-    private func frame(_ value: [UInt8]) -> [UInt8] {
-        let encoded = value.withUnsafeBytes { Compression.encode($0, codec: .lz4, headroom: 0) }
-        precondition(encoded.tag == .lz4, "test values compress")
-        return encoded.buffer
-    }
+    private func frame(_ value: [UInt8]) -> [UInt8] { SealedFrames.cacheFrame(value) }
 
     /// Decodes `sealed` from borrowed bytes, or `inPlace` from a copy the read owns (the
     /// plaintext overwriting the ciphertext, as a loose blob's read does).
@@ -112,16 +106,11 @@ struct OpenWhileDecodingTests {
           arguments: [false, true])
     func otherFramesDecodeWhole(blockChecksums: Bool) throws {
         let value = Self.values[2]
-        var preferences = LZ4F_preferences_t()
-        preferences.frameInfo.blockMode = LZ4F_blockLinked
-        preferences.frameInfo.blockSizeID = LZ4F_max64KB
-        if blockChecksums { preferences.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled }
-        var frame = [UInt8](repeating: 0, count: LZ4F_compressFrameBound(value.count, &preferences))
-        let written = frame.withUnsafeMutableBytes { out in
-            value.withUnsafeBytes { LZ4F_compressFrame(out.baseAddress, out.count, $0.baseAddress, $0.count, &preferences) }
+        let frame = SealedFrames.lz4fFrame(value) {
+            $0.frameInfo.blockMode = LZ4F_blockLinked
+            $0.frameInfo.blockSizeID = LZ4F_max64KB
+            if blockChecksums { $0.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled }
         }
-        try #require(LZ4F_isError(written) == 0)
-        frame.removeLast(frame.count - written)
         for inPlace in [false, true] {
             let outcome = try #require(decode(sealed(frame, context(value)), context(value), rawCount: value.count, inPlace: inPlace))
             guard case .decoded(let bytes, let pipelined) = outcome else { Issue.record("in place \(inPlace): \(outcome)"); continue }
