@@ -37,6 +37,8 @@ let usage = """
     (ENCRYPTION_ROUNDS rounds, default 3; medians, each .aes row's note the per-round ratios),
     then W2 and W3 gets alone in closely paired passes from disk (ENCRYPTION_GET_PASSES,
     default 9; W2.get.paired.aes, W3.get.paired.aes), then AES-256-GCM alone on 1 MiB.
+    --workloads encryption-gets runs only those paired passes (200 W3 values), in a process
+    that has done nothing else.
     --encrypt runs any workload with encryption on.
     --workloads scale: per-op cost of W1-style puts and random-order gets of small distinct
     values at each size in SCALE_SIZES (default 10000,1000000) against the first; then for each
@@ -289,6 +291,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "encryption":
             guard options.engine == "blobcache" else { continue }
             results += try encryptionComparison(options, corpus: corpus!)
+        case "encryption-gets":
+            guard options.engine == "blobcache" else { continue }
+            results += try encryptionGetsAlone(options)
         case "remote":
             guard options.engine == "blobcache" else { continue }
             results += try remoteTier(options)
