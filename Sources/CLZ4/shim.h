@@ -213,7 +213,8 @@ static inline size_t blobcache_lz4_in_place_capacity(size_t dstSize, size_t fram
 
 /* Decodes in place: buf (capacity bytes, blobcache_lz4_in_place_capacity) holds in its last
  * frameSize bytes an LZ4 frame of one independent block without checksums (and a content size,
- * if recorded, of dstSize: blobcache_lz4_header_settled), whose content goes to buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
+ * if recorded, of dstSize: blobcache_lz4_header_settled), whose content goes to
+ * buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
  * compression and decompression"), which holds for a block smaller than its content; other
  * frames are refused before a byte is written. Returns 0 when the content is exactly dstSize
  * bytes; 1 when the frame is not of that kind (buf untouched); -1 when the block does not
