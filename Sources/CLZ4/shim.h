@@ -202,6 +202,16 @@ static inline int blobcache_lz4_header_settled(const void *frame, size_t frameSi
     return size == (unsigned long long)dstSize;
 }
 
+/* Whether frame (frameSize bytes) is what the small-value fast paths decode: one independent
+ * block without checksums, holding 1 to blockMax bytes of content, its header settled for
+ * dstSize (blobcache_lz4_header_settled); if so, *block and *blockMax say where it is. */
+static inline int blobcache_lz4_one_settled_block(const void *frame, size_t frameSize, size_t dstSize,
+                                                  blobcache_lz4_block *block, size_t *blockMax) {
+    return blobcache_lz4_frame_index(frame, frameSize, block, 1, blockMax) == 1
+        && dstSize > 0 && dstSize <= *blockMax
+        && blobcache_lz4_header_settled(frame, frameSize, dstSize);
+}
+
 /* Room for decoding in place (blobcache_lz4_decode_in_place) dstSize bytes from a frame of
  * frameSize bytes: lz4.h's in-place buffer size for dstSize (dstSize + dstSize/256 + 32, its
  * LZ4_DECOMPRESS_INPLACE_BUFFER_SIZE), plus the 8 bytes at most that follow the block in the
@@ -212,9 +222,8 @@ static inline size_t blobcache_lz4_in_place_capacity(size_t dstSize, size_t fram
 }
 
 /* Decodes in place: buf (capacity bytes, blobcache_lz4_in_place_capacity) holds in its last
- * frameSize bytes an LZ4 frame of one independent block without checksums (and a content size,
- * if recorded, of dstSize: blobcache_lz4_header_settled), whose content goes to
- * buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
+ * frameSize bytes an LZ4 frame of one settled block (blobcache_lz4_one_settled_block), whose
+ * content goes to buf[0 ..< dstSize]. LZ4 reads the block ahead of where it writes (lz4.h, "In-place
  * compression and decompression"), which holds for a block smaller than its content; other
  * frames are refused before a byte is written. Returns 0 when the content is exactly dstSize
  * bytes; 1 when the frame is not of that kind (buf untouched); -1 when the block does not
@@ -225,8 +234,7 @@ static inline int blobcache_lz4_decode_in_place(void *buf, size_t capacity, size
     blobcache_lz4_block block;
     size_t blockMax = 0;
     if (LZ4_versionNumber() < 10902) return 1;   /* in-place decoding is documented from lz4 1.9.2 */
-    if (blobcache_lz4_frame_index(frame, frameSize, &block, 1, &blockMax) != 1) return 1;
-    if (dstSize > blockMax || !blobcache_lz4_header_settled(frame, frameSize, dstSize)) return 1;
+    if (!blobcache_lz4_one_settled_block(frame, frameSize, dstSize, &block, &blockMax)) return 1;
     if (block.uncompressed) {
         if (block.size != dstSize) return -1;
         memmove(buf, frame + block.offset, dstSize);
@@ -258,16 +266,14 @@ static inline int blobcache_lz4_decode_blocks(const void *src, const blobcache_l
     return 0;
 }
 
-/* Decodes a frame of one independent block without checksums (what the cache writes for a value
- * up to 256 KiB; blobcache_lz4_header_settled) with LZ4's block decoder, no LZ4F context
- * needed: 0 when src's content
- * is exactly dstSize bytes, now in dst; nonzero otherwise (another kind of frame, or one that
- * does not decode; dst then holds nothing of value): the caller decodes with LZ4F. */
+/* Decodes a frame of one settled block (blobcache_lz4_one_settled_block: what the cache writes
+ * for a value up to 256 KiB) with LZ4's block decoder, no LZ4F context needed: 0 when src's
+ * content is exactly dstSize bytes, now in dst; nonzero otherwise (another kind of frame, or one
+ * that does not decode; dst then holds nothing of value): the caller decodes with LZ4F. */
 static inline int blobcache_lz4_decode_single_block(const void *src, size_t srcSize, void *dst, size_t dstSize) {
     blobcache_lz4_block block;
     size_t blockMax = 0;
-    if (blobcache_lz4_frame_index(src, srcSize, &block, 1, &blockMax) != 1 || dstSize == 0 || dstSize > blockMax
-        || !blobcache_lz4_header_settled(src, srcSize, dstSize)) return 1;
+    if (!blobcache_lz4_one_settled_block(src, srcSize, dstSize, &block, &blockMax)) return 1;
     return blobcache_lz4_decode_blocks(src, &block, 1, 0, 1, blockMax, dst, dstSize) == 0 ? 0 : -1;
 }
 #endif

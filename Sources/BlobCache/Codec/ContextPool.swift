@@ -34,11 +34,9 @@ final class ContextPool: Sendable {
         let context = idle.withLock { $0.popLast()?.pointer } ?? make()
         var keep = true
         defer {
-            if let context, !keep {
-                destroy(context)
-            } else if let context {
+            if let context {
                 let handle = Handle(pointer: context)
-                let kept = idle.withLock { contexts in
+                let kept = keep && idle.withLock { contexts in
                     guard contexts.count < capacity else { return false }
                     contexts.append(handle)
                     return true
