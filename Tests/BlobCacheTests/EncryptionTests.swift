@@ -396,7 +396,7 @@ struct EncryptionDefectTests {
         close(fd)
         let cipher = try CacheCipher(.aesGCM(key: testKey))
         for journalSize in [Int64(1) << 40, Int64.max / 2, Int64.max] {
-            let result = try IndexSnapshot.map(FilePath(path), io: .posix, journalSize: journalSize, cipher: cipher)
+            let result = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: journalSize, cipher: cipher)
             guard case .failure(.sizeMismatch) = result else {
                 Issue.record("journal of \(journalSize) bytes: \(String(describing: result))")
                 continue

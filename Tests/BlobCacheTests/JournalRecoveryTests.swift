@@ -20,7 +20,7 @@ struct JournalRecoveryTests {
     @Test("an eviction's remove record, framed from key bytes, is the same as one framed from the key")
     func removeFromKeyBytes() throws {
         let dir = TemporaryDirectory()
-        let path = FilePath(dir.appending("journal"))
+        let path = CachePath(dir.appending("journal"))
         let journal = try JournalFile.fresh(at: path, io: .posix, created: 0, synchronous: false, cipher: nil)
         let key = "clé-\u{1F511}"
         var utf8 = Array(key.utf8)

@@ -133,7 +133,7 @@ struct IndexStorageTests {
         let path = dir.appending("words")
         let original: [UInt8] = (0..<64).map { UInt8($0) }
         writeFile(path, original)
-        let file = try #require(try MappedFile(FilePath(path), io: .posix))
+        let file = try #require(try MappedFile(CachePath(path), io: .posix))
         // An empty section at the start: appending must not write into the mapping.
         var empty = FlatArray<UInt32>(mapping: file, offset: 0, count: 0)
         for n in 0..<100 { empty.append(UInt32(n)) }

@@ -160,5 +160,5 @@ func journalRecordOffsets(_ image: [UInt8]) -> [Int] {
 
 /// The loose file of blob `id` in the cache at `root`.
 func looseFile(_ root: String, _ id: BlobID) -> String {
-    CacheFiles(root: FilePath(root)).loosePath(of: id).string
+    CacheFiles(root: CachePath(normalizing: root)).loosePath(of: id).string
 }

@@ -67,7 +67,7 @@ public final class BlobCache: Sendable {
         try configuration.validate()
         // A key that does not fit the cache fails here, before the lock file or anything else
         // is touched (and again under the lock, in case the journal changed meanwhile).
-        let files = CacheFiles(root: FilePath(directory))
+        let files = CacheFiles(root: CachePath(normalizing: directory))
         try CacheEngine.peekJournalHeader(files: files, io: FileIO(configuration.fileSystem))?
             .requireKey(configuration.encryption.map(CacheCipher.init), cache: files.root.string)
         let telemetry = Telemetry(logger: configuration.logger, factory: configuration.metricsFactory)
@@ -426,15 +426,16 @@ public final class BlobCache: Sendable {
         }
     }
 
-    private static func prepareDirectory(_ path: FilePath, create: Bool, io: FileIO) throws {
+    private static func prepareDirectory(_ path: CachePath, create: Bool, io: FileIO) throws {
         if let info = io.status(path) {
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
                 throw BlobCacheError.directoryUnusable(path: path.string, reason: "it is not a directory")
             }
         } else if create {
-            var prefix = FilePath(path.isAbsolute ? "/" : ".")
-            for component in path.components {
-                prefix.append(component)
+            // Made once an open, so a `FilePath` may take the path apart.
+            var prefix = CachePath(path.isAbsolute ? "/" : ".")
+            for component in FilePath(path.string).components {
+                prefix = prefix.appending(component.string)
                 do { try io.makeDirectory(prefix) } catch {
                     throw BlobCacheError.directoryUnusable(path: path.string, reason: "cannot create it: \(error)")
                 }

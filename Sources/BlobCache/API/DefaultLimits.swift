@@ -6,7 +6,7 @@ extension BlobCache {
     ///
     ///     let saved = try BlobCache.defaultLimits(in: "/var/cache/app")
     public static func defaultLimits(in directory: String) throws -> Limits {
-        try defaultLimits(in: CacheFiles(root: FilePath(directory)), io: .posix)
+        try defaultLimits(in: CacheFiles(root: CachePath(normalizing: directory)), io: .posix)
     }
 
     static func defaultLimits(in files: CacheFiles, io: FileIO) throws -> Limits {
@@ -21,7 +21,7 @@ extension BlobCache {
 
     /// The limits a `config` file's bytes set: `name = value` lines (`max-size`, `max-entries`;
     /// a size may be written `2G` or `500Mi`), `#` comments; a typed error for anything else.
-    static func parseLimits(_ bytes: [UInt8], path: FilePath) throws(BlobCacheError) -> Limits {
+    static func parseLimits(_ bytes: [UInt8], path: CachePath) throws(BlobCacheError) -> Limits {
         var limits = Limits()
         for (number, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n").enumerated() {
             let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
@@ -56,7 +56,7 @@ extension BlobCache {
     ///
     ///     try BlobCache.saveDefaultLimits(.init(maxStoredBytes: 2_000_000_000), in: "/var/cache/app")
     public static func saveDefaultLimits(_ limits: Limits, in directory: String) throws {
-        let files = CacheFiles(root: FilePath(directory))
+        let files = CacheFiles(root: CachePath(normalizing: directory))
         try CacheDirectory.claim(files, io: .posix)
         let path = files.config
         var text = "# BlobCache default limits (bytes on disk of live blobs; entries)\n"

@@ -10,7 +10,7 @@ extension BlobCache {
     ///
     ///     try BlobCache.shareWithGroup(true, in: "/srv/cache/builds")
     public static func shareWithGroup(_ shared: Bool, in directory: String) throws {
-        let files = CacheFiles(root: FilePath(directory))
+        let files = CacheFiles(root: CachePath(normalizing: directory))
         let io = FileIO(PosixFileSystem(), sharedWithGroup: shared)
         let lock = try DirectoryLock.open(files, io: io, timeout: .zero)
         defer { lock.close() }
@@ -22,7 +22,7 @@ extension BlobCache {
 
     private static func changePermissions(_ files: CacheFiles, io: FileIO) throws {
         let scan = try DirectoryScan(files: files, io: io)
-        var directories: Set<FilePath> = [files.root, files.objects, files.packs]
+        var directories: Set<CachePath> = [files.root, files.objects, files.packs]
         for (_, path) in scan.looseBlobs {
             let leaf = path.removingLastComponent()
             directories.formUnion([leaf, leaf.removingLastComponent()])

@@ -27,7 +27,7 @@ extension CacheChecker {
         // check the files at its next write.
         if let sequence = engine.sequence { sequence.store(sequence.value | 1) }
         let damagedSegments = findings.filter { $0.problem == "pack-corrupt" }
-            .compactMap { FilePath($0.path).lastComponent.flatMap { PackFormat.segmentNumber(fromFileName: $0.string) } }
+            .compactMap { CachePath($0.path).lastComponent.flatMap(PackFormat.segmentNumber(fromFileName:)) }
         try engine.perform {
             try engine.dropEntriesWithDamagedBlobs()
             try engine.evacuate(segments: damagedSegments)

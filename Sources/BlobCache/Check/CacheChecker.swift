@@ -11,7 +11,7 @@ extension BlobCache {
     ///     let report = try BlobCache.check(directory: "/var/cache/app")
     ///     report.findings.forEach { print($0) }
     public static func check(directory: String, options: CheckOptions = CheckOptions()) throws -> CheckReport {
-        try check(CacheFiles(root: FilePath(directory)), io: .posix, options: options)
+        try check(CacheFiles(root: CachePath(normalizing: directory)), io: .posix, options: options)
     }
 
     /// `check(directory:options:)` through a given file system (tests inject faults with it).
@@ -89,11 +89,11 @@ struct CacheChecker {
         self.fast = fast
     }
 
-    private mutating func error(_ problem: String, _ subject: String, _ path: FilePath, _ detail: String) {
+    private mutating func error(_ problem: String, _ subject: String, _ path: CachePath, _ detail: String) {
         report.findings.append(.init(severity: .error, problem: problem, subject: subject, path: path.string, detail: detail))
     }
 
-    private mutating func note(_ problem: String, _ subject: String, _ path: FilePath, _ detail: String) {
+    private mutating func note(_ problem: String, _ subject: String, _ path: CachePath, _ detail: String) {
         report.findings.append(.init(severity: .note, problem: problem, subject: subject, path: path.string, detail: detail))
     }
 
@@ -117,7 +117,7 @@ struct CacheChecker {
                   "a symbolic link, a directory or an impossibly large file where the cache keeps a file of its own: never followed or written through; move it away")
         }
         // A live process's staged file is a set in flight, not a leftover.
-        for path in scan.temporaryFiles where CacheFiles.stagingOwnerIsGone(path.lastComponent?.string ?? "") {
+        for path in scan.temporaryFiles where CacheFiles.stagingOwnerIsGone(path.lastComponent ?? "") {
             note("stale-temp", "-", path, "temporary file left by a writer that is gone")
         }
         for path in scan.emptyShardDirectories { note("empty-shard", "-", path, "empty shard directory") }
@@ -145,7 +145,7 @@ struct CacheChecker {
     }
 
     /// Checks a journal's bytes (and the snapshot against them); the index a replay gives.
-    private mutating func checkJournal(_ image: UnsafeRawBufferPointer, at path: FilePath) -> CacheIndex? {
+    private mutating func checkJournal(_ image: UnsafeRawBufferPointer, at path: CachePath) -> CacheIndex? {
         let header: JournalFormat.Header
         switch JournalFormat.decodeHeader(image) {
         case .success(let parsed): header = parsed
@@ -169,7 +169,7 @@ struct CacheChecker {
     }
 
     /// Reports how a walk of the journal at `path` ended: a torn tail, or a record not trusted.
-    private mutating func reportEnd(of end: JournalReader.End, journalSize: Int, at path: FilePath) {
+    private mutating func reportEnd(of end: JournalReader.End, journalSize: Int, at path: CachePath) {
         switch end {
         case .clean: break
         case .tornTail(let validEnd):
@@ -181,7 +181,7 @@ struct CacheChecker {
 
     /// An encrypted journal without its key: its frames' lengths and CRCs are checked, its
     /// records cannot be read, and the report says what went unchecked.
-    private mutating func checkFramesOnly(_ image: UnsafeRawBufferPointer, at path: FilePath, salt: UInt64) {
+    private mutating func checkFramesOnly(_ image: UnsafeRawBufferPointer, at path: CachePath, salt: UInt64) {
         let walk = JournalReader.walk(image, salt: salt, cipher: nil, framesOnly: true) { _, _ in true }
         reportEnd(of: walk.end, journalSize: image.count, at: path)
         note("encrypted-unchecked", "-", path,
@@ -225,7 +225,7 @@ struct CacheChecker {
         if problem.id == "snapshot-stale" { note(problem.id, "-", path, problem.detail) } else { error(problem.id, "-", path, problem.detail) }
     }
 
-    private mutating func checkLooseBlobs(_ blobs: [(id: BlobID, path: FilePath)], index: CacheIndex?) {
+    private mutating func checkLooseBlobs(_ blobs: [(id: BlobID, path: CachePath)], index: CacheIndex?) {
         // Verify on every core: MD5 and decompression dominate.
         let results = Locked([Int: (BlobDamage?, Int, LooseBlobFormat.Header?)]())
         let fast = self.fast, io = self.io, cipher = self.cipher
@@ -275,7 +275,7 @@ struct CacheChecker {
     /// (damage, bytes read, header) for one loose blob file.
     /// Without `cipher`, a sealed blob whose checksum holds counts as intact (its contents
     /// cannot be checked).
-    private static func verifyLoose(_ id: BlobID, at path: FilePath, fast: Bool, io: FileIO,
+    private static func verifyLoose(_ id: BlobID, at path: CachePath, fast: Bool, io: FileIO,
                                     cipher: CacheCipher?) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
         let checked = try? MappedFile.withContents(of: path, io: io) { bytes -> (BlobDamage?, Int, LooseBlobFormat.Header?) in
             let header = try? LooseBlobFormat.parseHeader(bytes).get()
@@ -293,7 +293,7 @@ struct CacheChecker {
         return checked ?? (.missing("unreadable"), 0, nil)
     }
 
-    private mutating func checkPacks(_ segments: [(number: UInt32, path: FilePath)], index: CacheIndex?, packs: FilePath) {
+    private mutating func checkPacks(_ segments: [(number: UInt32, path: CachePath)], index: CacheIndex?, packs: CachePath) {
         var present = Set<UInt32>()
         for (number, path) in segments {
             // Read, or mapped when large; one that cannot be read is a missing segment.
@@ -313,7 +313,7 @@ struct CacheChecker {
     }
 
     /// Checks one mapped segment: its header, then every live record the index places in it.
-    private mutating func checkSegment(_ number: UInt32, at path: FilePath, image bytes: UnsafeRawBufferPointer, index: CacheIndex?) {
+    private mutating func checkSegment(_ number: UInt32, at path: CachePath, image bytes: UnsafeRawBufferPointer, index: CacheIndex?) {
         if let problem = PackFormat.checkSegmentHeader(bytes, number: number) {
             error("pack-corrupt", "-", path, problem)
             return
@@ -328,17 +328,17 @@ struct CacheChecker {
             report.bytesChecked += blob.info.footprint
             let at = "\(path.string)@\(offset)"
             guard Int(offset) + blob.info.footprint <= bytes.count else {
-                error("pack-record-corrupt", id.hex, FilePath(at), "record runs past the end of the segment")
+                error("pack-record-corrupt", id.hex, CachePath(at), "record runs past the end of the segment")
                 continue
             }
             let record = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset) + blob.info.footprint])
             switch PackFormat.decode(record: record, expecting: blob.info, cipher: cipher) {
             case .failure(let damage):
-                error("pack-record-corrupt", id.hex, FilePath(at), "\(damage.kind): \(damage.detail)")
+                error("pack-record-corrupt", id.hex, CachePath(at), "\(damage.kind): \(damage.detail)")
             case .success(let value):
                 let hasher = BlobHasher(cipher)
                 if !fast, hasher.id(of: value) != id {
-                    error("pack-record-corrupt", id.hex, FilePath(at), "digest: content hashes to \(hasher.id(of: value))")
+                    error("pack-record-corrupt", id.hex, CachePath(at), "digest: content hashes to \(hasher.id(of: value))")
                 }
             }
         }
@@ -346,7 +346,7 @@ struct CacheChecker {
 
     /// Without the index (an encrypted journal and no key), every record of a segment is
     /// checked by its header and checksum, in order, up to the first that does not parse.
-    private mutating func checkSealedRecords(_ number: UInt32, at path: FilePath, image bytes: UnsafeRawBufferPointer) {
+    private mutating func checkSealedRecords(_ number: UInt32, at path: CachePath, image bytes: UnsafeRawBufferPointer) {
         var damaged: [(Int, BlobID, BlobDamage)] = []
         _ = PackScanner.scan(bytes, cipher: nil) { offset, header, result in
             switch result {
@@ -358,7 +358,7 @@ struct CacheChecker {
             report.bytesChecked += PackFormat.recordHeaderSize + header.payloadLength
         }
         for (offset, id, damage) in damaged {
-            error("pack-record-corrupt", id.hex, FilePath("\(path.string)@\(offset)"), "\(damage.kind): \(damage.detail)")
+            error("pack-record-corrupt", id.hex, CachePath("\(path.string)@\(offset)"), "\(damage.kind): \(damage.detail)")
         }
     }
 

@@ -69,7 +69,7 @@ extension CacheEngine {
         /// The journal's size when the copy was taken.
         let mark: Int64
         let created: Int64
-        let path: FilePath
+        let path: CachePath
         let io: FileIO
         /// What the records are sealed under (the journal's own cipher, or a new key's).
         let cipher: CacheCipher?

@@ -209,7 +209,7 @@ extension CacheEngine {
         }
         // Only what bears the cache's own names goes: files it does not know are someone
         // else's (fsck reports them as unknown-file).
-        for path in scan.temporaryFiles where try !io.isDirectory(path) && CacheFiles.stagingOwnerIsGone(path.lastComponent?.string ?? "") {
+        for path in scan.temporaryFiles where try !io.isDirectory(path) && CacheFiles.stagingOwnerIsGone(path.lastComponent ?? "") {
             try io.remove(path)
             removed += 1
         }
@@ -256,7 +256,7 @@ extension CacheEngine {
     }
 
     /// Reads and fully verifies (its id included) a loose blob.
-    private static func verifiedLooseBlob(_ id: BlobID, at path: FilePath, pipeline: BlobPipeline) throws -> LooseBlobCheck {
+    private static func verifiedLooseBlob(_ id: BlobID, at path: CachePath, pipeline: BlobPipeline) throws -> LooseBlobCheck {
         // (One larger than any blob is damaged, not mapped: a sparse file can claim exabytes.)
         return try MappedFile.withContents(of: path, io: pipeline.io,
                                            atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) { bytes -> LooseBlobCheck in

@@ -33,7 +33,7 @@ final class ChangeSequence: @unchecked Sendable {
     /// that is `alone`: other opens may map it (a deleted one, even), and the counter must never
     /// go back for them, nor two files serve one directory. Throws `directoryUnusable` when it
     /// cannot be written or mapped (a link or a directory in its place, no shared maps).
-    static func open(_ path: FilePath, root: FilePath, io: FileIO, alone: Bool) throws -> ChangeSequence {
+    static func open(_ path: CachePath, root: CachePath, io: FileIO, alone: Bool) throws -> ChangeSequence {
         func refuse(_ reason: String) -> BlobCacheError {
             .directoryUnusable(path: root.string, reason: "\(path): \(reason)")
         }

@@ -41,7 +41,7 @@ struct PackCollection: Sendable {
 
     /// What `copy()` wrote: a staged, fsynced segment with the reserved number in its header.
     struct Copy: Sendable {
-        let staging: FilePath
+        let staging: CachePath
         let descriptor: FileDescriptor
         let number: UInt32
         let mappedLength: Int

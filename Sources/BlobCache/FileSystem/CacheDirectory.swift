@@ -25,7 +25,7 @@ enum CacheDirectory {
         let foreign = try io.listDirectory(files.root).filter { !cacheNames(files).contains($0) }.sorted()
         guard foreign.isEmpty else {
             let shown = foreign.prefix(3).map(BlobCache.escapedKey).joined(separator: ", ") + (foreign.count > 3 ? ", …" : "")
-            let tag = files.tag.lastComponent!.string
+            let tag = files.tag.lastComponent!
             throw BlobCacheError.directoryUnusable(
                 path: files.root.string,
                 reason: "it is not empty (\(shown)) and is not a BlobCache cache (no BlobCache journal or \(tag)); "
@@ -55,10 +55,10 @@ enum CacheDirectory {
     private static func cacheNames(_ files: CacheFiles) -> Set<String> {
         var names: Set<String> = ["lost+found"]
         for path in [files.lock, files.sequence, files.snapshot, files.stats, files.config, files.objects, files.packs] {
-            names.insert(path.lastComponent!.string)
+            names.insert(path.lastComponent!)
         }
         for path in [files.journal, files.snapshot, files.stats, files.config, files.tag] {
-            names.insert(CacheFiles.temporary(for: path).lastComponent!.string)
+            names.insert(CacheFiles.temporary(for: path).lastComponent!)
         }
         return names
     }

@@ -11,36 +11,36 @@ import Musl
 ///     let files = CacheFiles(root: "/var/cache/app")
 ///     files.loosePath(of: id)      // /var/cache/app/objects/5/d/5d41402a…
 struct CacheFiles: Sendable {
-    let root: FilePath
+    let root: CachePath
     /// The journal, `DIR/journal`.
-    let journal: FilePath
+    let journal: CachePath
     /// The index snapshot, `DIR/index`.
-    let snapshot: FilePath
+    let snapshot: CachePath
     /// The operation lock, `DIR/lock` (`DirectoryLock`).
-    let lock: FilePath
+    let lock: CachePath
     /// The change sequence every open maps, `DIR/sequence` (`ChangeSequence`).
-    let sequence: FilePath
+    let sequence: CachePath
     /// Counters saved by clean closes, `DIR/stats`.
-    let stats: FilePath
+    let stats: CachePath
     /// Default limits, `DIR/config`.
-    let config: FilePath
+    let config: CachePath
     /// The cache directory tag, `DIR/CACHEDIR.TAG` (`CacheDirectory`).
-    let tag: FilePath
+    let tag: CachePath
 
     /// The regular files the cache keeps at the top of DIR (never followed if they are links).
-    var ownFiles: [FilePath] { [journal, snapshot, lock, sequence, stats, config, tag] }
+    var ownFiles: [CachePath] { [journal, snapshot, lock, sequence, stats, config, tag] }
     /// Loose blobs, `DIR/objects/<a>/<b>/<id>`.
-    let objects: FilePath
+    let objects: CachePath
     /// Pack segments, `DIR/packs/NNNNNN.pack`.
-    let packs: FilePath
-    /// `objects/` as text ending in a slash: loose paths are made on every read, and
-    /// appending components one by one costs more than the read of a small file.
+    let packs: CachePath
+    /// `objects/` as text ending in a slash: loose paths are made on every read, each as one
+    /// string of the right capacity.
     private let objectsPrefix: String
     /// `tmp.<pid>.<token>.`: the start of this open's staging names. The random token tells
     /// this open's files from those of a crashed process that had the same pid.
     private let ownStagingPrefix: String
 
-    init(root: FilePath) {
+    init(root: CachePath) {
         self.root = root
         journal = root.appending("journal")
         snapshot = root.appending("index")
@@ -56,7 +56,7 @@ struct CacheFiles: Sendable {
     }
 
     /// `objects/<a>/<b>/<id>` for a loose blob.
-    func loosePath(of id: BlobID) -> FilePath {
+    func loosePath(of id: BlobID) -> CachePath {
         let hex = id.hex
         var text = objectsPrefix
         text.reserveCapacity(text.utf8.count + 4 + hex.utf8.count)
@@ -65,37 +65,36 @@ struct CacheFiles: Sendable {
         text.append(hex[hex.index(after: hex.startIndex)])
         text.append("/")
         text.append(hex)
-        return FilePath(text)
+        return CachePath(text)
     }
 
     /// The two shard directories a loose blob lies in, upper first: `objects/<a>` and
-    /// `objects/<a>/<b>`, built as `loosePath` is (taking them off a `FilePath` parses it
-    /// anew each time, which cost more than the file operations around it in debug builds).
-    func shardDirectories(of id: BlobID) -> (upper: FilePath, lower: FilePath) {
+    /// `objects/<a>/<b>`, built as `loosePath` is.
+    func shardDirectories(of id: BlobID) -> (upper: CachePath, lower: CachePath) {
         let hex = id.hex
         var upper = objectsPrefix
         upper.append(hex[hex.startIndex])
         var lower = upper
         lower.append("/")
         lower.append(hex[hex.index(after: hex.startIndex)])
-        return (FilePath(upper), FilePath(lower))
+        return (CachePath(upper), CachePath(lower))
     }
 
     /// `packs/NNNNNN.pack`.
-    func segmentPath(_ number: UInt32) -> FilePath { packs.appending(PackFormat.fileName(of: number)) }
+    func segmentPath(_ number: UInt32) -> CachePath { packs.appending(PackFormat.fileName(of: number)) }
 
     /// The temporary name a whole-file replacement of `path` writes first: `path.tmp`.
-    static func temporary(for path: FilePath) -> FilePath { FilePath(path.string + ".tmp") }
+    static func temporary(for path: CachePath) -> CachePath { CachePath(path.string + ".tmp") }
 
     /// A fresh temporary name for a file staged beside its final place (a loose blob in its
     /// shard directory, a segment in `packs/`): `tmp.<pid>.<token>.<random>`.
-    func stagingPath(beside final: FilePath) -> FilePath {
+    func stagingPath(beside final: CachePath) -> CachePath {
         stagingPath(in: final.removingLastComponent())
     }
 
     /// A fresh temporary name for a file staged in `directory` (see `stagingPath(beside:)`).
-    func stagingPath(in directory: FilePath) -> FilePath {
-        FilePath(directory.string + "/\(ownStagingPrefix)\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
+    func stagingPath(in directory: CachePath) -> CachePath {
+        CachePath(directory.string + "/\(ownStagingPrefix)\(UInt64.random(in: 0...UInt64.max) & 0xffff_ffff_ffff)")
     }
 
     /// Whether a file name is a staged file's temporary name: `tmp.` and two or three

@@ -21,16 +21,16 @@ import Musl
 ///     try lock.withExclusive { /* one operation */ }
 final class DirectoryLock: @unchecked Sendable {
     let descriptor: FileDescriptor
-    let path: FilePath
+    let path: CachePath
     let io: FileIO
-    let root: FilePath
+    let root: CachePath
     /// How long `hold` waits for another process; `nil` waits for ever.
     let timeout: Duration?
     /// How many threads of this open hold the flock (it belongs to the open file description,
     /// so one `flock` serves them all; the last `release` unlocks), and whether `close` ran.
     private let holders = Locked((count: 0, closed: false))
 
-    private init(descriptor: FileDescriptor, path: FilePath, io: FileIO, root: FilePath, timeout: Duration?) {
+    private init(descriptor: FileDescriptor, path: CachePath, io: FileIO, root: CachePath, timeout: Duration?) {
         self.descriptor = descriptor
         self.path = path
         self.io = io

@@ -27,7 +27,7 @@ struct FileIO: Sendable {
     /// This file system, creating files as `directory`'s mode says: for the group too when the
     /// group may read, write and enter it (a cache a team shares, `chmod 2770`), else for the
     /// owner alone.
-    func matchingAccess(of directory: FilePath) -> FileIO {
+    func matchingAccess(of directory: CachePath) -> FileIO {
         let groupAll = S_IRGRP | S_IWGRP | S_IXGRP
         let shared = status(directory).map { $0.st_mode & groupAll == groupAll } ?? false
         return FileIO(system, sharedWithGroup: shared)
@@ -39,7 +39,7 @@ struct FileIO: Sendable {
     /// Opens `path` (close-on-exec). A file is never opened through a symbolic link
     /// (`O_NOFOLLOW`: ELOOP instead), so nothing planted in DIR leads outside it; a directory
     /// may be one (the cache directory itself may be reached through a link).
-    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode,
+    func open(_ path: CachePath, _ mode: FileDescriptor.AccessMode,
               options: FileDescriptor.OpenOptions = [], permissions: FilePermissions? = nil) throws -> FileDescriptor {
         let options = options.contains(.directory) ? options : options.union(.noFollow)
         let fd: FileDescriptor
@@ -59,13 +59,13 @@ struct FileIO: Sendable {
     }
 
     /// Creates a file that must not exist yet, for writing.
-    func create(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .writeOnly) throws -> FileDescriptor {
+    func create(_ path: CachePath, _ mode: FileDescriptor.AccessMode = .writeOnly) throws -> FileDescriptor {
         try open(path, mode, options: [.create, .exclusiveCreate], permissions: filePermissions)
     }
 
     /// Opens a file (for reading unless told), never through a symbolic link; `nil` when it
     /// does not exist.
-    func openIfExists(_ path: FilePath, _ mode: FileDescriptor.AccessMode = .readOnly) throws -> FileDescriptor? {
+    func openIfExists(_ path: CachePath, _ mode: FileDescriptor.AccessMode = .readOnly) throws -> FileDescriptor? {
         do {
             return try system.open(path, mode, options: [.closeOnExec, .noFollow], permissions: nil)
         } catch .noSuchFileOrDirectory {
@@ -79,7 +79,7 @@ struct FileIO: Sendable {
     func close(_ fd: FileDescriptor) { system.close(fd) }
 
     /// Writes all of `bytes` at `offset`.
-    func writeAll(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: FilePath) throws {
+    func writeAll(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64, path: CachePath) throws {
         var written = 0
         while written < bytes.count {
             do throws(Errno) {
@@ -93,7 +93,7 @@ struct FileIO: Sendable {
     }
 
     /// Reads up to `count` bytes at `offset`; fewer only at end of file.
-    func read(_ fd: FileDescriptor, count: Int, at offset: Int64, path: FilePath) throws -> [UInt8] {
+    func read(_ fd: FileDescriptor, count: Int, at offset: Int64, path: CachePath) throws -> [UInt8] {
         // An empty array made by `init(unsafeUninitializedCapacity:)` is the shared empty
         // storage, whose count that initializer writes: a race ThreadSanitizer reports.
         guard count > 0 else { return [] }
@@ -111,7 +111,7 @@ struct FileIO: Sendable {
     /// Fills `buffer` from `offset` on and returns how many bytes it read: all of them, or
     /// fewer only at end of file.
     func readFully(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64,
-                   path: FilePath) throws -> Int {
+                   path: CachePath) throws -> Int {
         var filled = 0
         while filled < buffer.count {
             do throws(Errno) {
@@ -129,7 +129,7 @@ struct FileIO: Sendable {
     /// Reads a whole file; `nil` when it does not exist. Throws `EFBIG` instead of reading a
     /// file longer than `limit`. Files whose size nothing vouches for are mapped instead
     /// (`MappedFile`), so that a sparse file claiming terabytes allocates nothing.
-    func readWholeFile(_ path: FilePath, atMost limit: Int64 = .max) throws -> [UInt8]? {
+    func readWholeFile(_ path: CachePath, atMost limit: Int64 = .max) throws -> [UInt8]? {
         guard let fd = try openIfExists(path) else { return nil }
         defer { close(fd) }
         let size = try fileSize(fd, path: path)
@@ -138,14 +138,14 @@ struct FileIO: Sendable {
     }
 
     /// The size of an open file.
-    func fileSize(_ fd: FileDescriptor, path: FilePath) throws -> Int64 {
+    func fileSize(_ fd: FileDescriptor, path: CachePath) throws -> Int64 {
         do { return Int64(try system.status(fd).st_size) } catch {
             throw BlobCacheError.io(operation: "stat", path: path.string, errno: error)
         }
     }
 
     /// The size of an open file, or `nil` when it is not a regular file.
-    func regularFileSize(of fd: FileDescriptor, path: FilePath) throws -> Int64? {
+    func regularFileSize(of fd: FileDescriptor, path: CachePath) throws -> Int64? {
         do {
             let info = try system.status(fd)
             return info.st_mode & S_IFMT == S_IFREG ? Int64(info.st_size) : nil
@@ -155,31 +155,31 @@ struct FileIO: Sendable {
     }
 
     /// The status of `path` (a link is not followed), or `nil` when it cannot be had.
-    func status(_ path: FilePath) -> stat? { try? system.status(path) }
+    func status(_ path: CachePath) -> stat? { try? system.status(path) }
 
     /// Flushes a file's data and metadata to stable storage.
-    func sync(_ fd: FileDescriptor, path: FilePath) throws {
+    func sync(_ fd: FileDescriptor, path: CachePath) throws {
         do { try system.sync(fd) } catch {
             throw BlobCacheError.io(operation: "fsync", path: path.string, errno: error)
         }
     }
 
     /// Flushes a directory's entries (new, renamed or removed names) to stable storage.
-    func syncDirectory(_ path: FilePath) throws {
+    func syncDirectory(_ path: CachePath) throws {
         let fd = try open(path, .readOnly, options: .directory)
         defer { close(fd) }
         try sync(fd, path: path)
     }
 
     /// Cuts a file to `length` bytes.
-    func truncate(_ fd: FileDescriptor, to length: Int64, path: FilePath) throws {
+    func truncate(_ fd: FileDescriptor, to length: Int64, path: CachePath) throws {
         do { try system.truncate(fd, to: length) } catch {
             throw BlobCacheError.io(operation: "truncate", path: path.string, errno: error)
         }
     }
 
     /// Atomically replaces `destination` with `source`.
-    func rename(_ source: FilePath, to destination: FilePath) throws {
+    func rename(_ source: CachePath, to destination: CachePath) throws {
         do { try system.rename(source, to: destination) } catch {
             throw BlobCacheError.io(operation: "rename", path: source.string + " -> " + destination.string, errno: error)
         }
@@ -187,7 +187,7 @@ struct FileIO: Sendable {
 
     /// Removes a file; a missing file is not an error. Returns whether it existed.
     @discardableResult
-    func remove(_ path: FilePath) throws -> Bool {
+    func remove(_ path: CachePath) throws -> Bool {
         do {
             try system.unlink(path)
             return true
@@ -200,7 +200,7 @@ struct FileIO: Sendable {
 
     /// Removes an empty directory; returns false when it is missing or not empty.
     @discardableResult
-    func removeDirectory(_ path: FilePath) -> Bool {
+    func removeDirectory(_ path: CachePath) -> Bool {
         (try? system.removeDirectory(path)) != nil
     }
 
@@ -208,7 +208,7 @@ struct FileIO: Sendable {
     /// A directory another thread removes between this mkdir's EEXIST and the check that it
     /// is one is made again.
     @discardableResult
-    func makeDirectory(_ path: FilePath) throws -> Bool {
+    func makeDirectory(_ path: CachePath) throws -> Bool {
         var failure = Errno.fileExists
         for _ in 0..<8 {
             do {
@@ -231,7 +231,7 @@ struct FileIO: Sendable {
     }
 
     /// Sets a directory's mode bits (through a descriptor of it, never through a link).
-    func setPermissions(ofDirectory path: FilePath, _ permissions: FilePermissions) throws(Errno) {
+    func setPermissions(ofDirectory path: CachePath, _ permissions: FilePermissions) throws(Errno) {
         let fd = try system.open(path, .readOnly, options: [.directory, .noFollow, .closeOnExec], permissions: nil)
         defer { system.close(fd) }
         try system.setPermissions(fd, permissions)
@@ -239,14 +239,14 @@ struct FileIO: Sendable {
 
     /// The names in a directory (without `.` and `..`); empty when it does not exist. Any other
     /// failure throws: a listing that silently came back short would look like lost files.
-    func listDirectory(_ path: FilePath) throws -> [String] {
+    func listDirectory(_ path: CachePath) throws -> [String] {
         do { return try system.listDirectory(path) } catch .noSuchFileOrDirectory { return [] } catch {
             throw BlobCacheError.io(operation: "opendir", path: path.string, errno: error)
         }
     }
 
     /// What kind of file `path` names (a link is not followed); `nil` when nothing is there.
-    func fileType(_ path: FilePath) throws -> FileType? {
+    func fileType(_ path: CachePath) throws -> FileType? {
         do {
             let mode = try system.status(path).st_mode & S_IFMT
             return mode == S_IFREG ? .regular : mode == S_IFDIR ? .directory : .other
@@ -261,13 +261,13 @@ struct FileIO: Sendable {
     enum FileType: Sendable { case regular, directory, other }
 
     /// Whether `path` names a directory (not a link to one).
-    func isDirectory(_ path: FilePath) throws -> Bool { try fileType(path) == .directory }
+    func isDirectory(_ path: CachePath) throws -> Bool { try fileType(path) == .directory }
 
     /// Whether a loose blob's two shard directories (`CacheFiles.shardDirectories(of:)`) are
     /// real directories (or absent), never links: checked before a blob is written, read or
     /// deleted below them, so a link planted in place of a shard directory is never followed
     /// out of DIR.
-    func shardDirectoriesAreReal(_ shards: (upper: FilePath, lower: FilePath)) throws -> Bool {
+    func shardDirectoriesAreReal(_ shards: (upper: CachePath, lower: CachePath)) throws -> Bool {
         // The upper one first: a link there would make the lower one's lstat look outside.
         for directory in [shards.upper, shards.lower] {
             if let type = try fileType(directory), type != .directory { return false }
@@ -276,11 +276,11 @@ struct FileIO: Sendable {
     }
 
     /// Whether `path` names a regular file (not a link to one).
-    func isRegularFile(_ path: FilePath) throws -> Bool { try fileType(path) == .regular }
+    func isRegularFile(_ path: CachePath) throws -> Bool { try fileType(path) == .regular }
 
     /// The size of the regular file `path` names (a link is not followed); `nil` when nothing,
     /// or something other than a regular file, is there.
-    func regularFileSize(_ path: FilePath) throws -> Int64? {
+    func regularFileSize(_ path: CachePath) throws -> Int64? {
         do {
             let info = try system.status(path)
             return info.st_mode & S_IFMT == S_IFREG ? Int64(info.st_size) : nil
@@ -295,7 +295,7 @@ struct FileIO: Sendable {
     /// fsynced, with the directory after the rename, when `durable`), renamed over `path`.
     /// A reader sees the old file or the new one, never a part. Every small file the cache
     /// replaces whole (journal rewrite, snapshot, counters, config) goes through here.
-    func replaceAtomically(_ path: FilePath, with bytes: UnsafeRawBufferPointer, durable: Bool,
+    func replaceAtomically(_ path: CachePath, with bytes: UnsafeRawBufferPointer, durable: Bool,
                            keepOpen: Bool = false) throws -> FileDescriptor? {
         let temporary = CacheFiles.temporary(for: path)
         _ = try remove(temporary)
@@ -317,7 +317,7 @@ struct FileIO: Sendable {
     }
 
     /// Maps `length` bytes of a file read-only; see `FileSystem.map`.
-    func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool, path: FilePath) throws -> UnsafeMutableRawPointer {
+    func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool, path: CachePath) throws -> UnsafeMutableRawPointer {
         do { return try system.map(fd, length: length, shared: shared, populate: populate) } catch {
             throw BlobCacheError.io(operation: "mmap", path: path.string, errno: error)
         }

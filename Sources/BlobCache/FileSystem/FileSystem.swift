@@ -15,7 +15,7 @@ import Darwin
 /// The production implementation is `PosixFileSystem`. An implementation must be safe to call
 /// from any thread: reads run outside the cache's lock.
 protocol FileSystem: Sendable {
-    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
+    func open(_ path: CachePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
               permissions: FilePermissions?) throws(Errno) -> FileDescriptor
     /// Closes a descriptor. Not a fault point: closing changes nothing on disk.
     func close(_ fd: FileDescriptor)
@@ -26,14 +26,14 @@ protocol FileSystem: Sendable {
     /// `fdatasync`: the file's data and the size that reads it back.
     func syncData(_ fd: FileDescriptor) throws(Errno)
     func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno)
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno)
-    func unlink(_ path: FilePath) throws(Errno)
-    func makeDirectory(_ path: FilePath, permissions: FilePermissions) throws(Errno)
-    func removeDirectory(_ path: FilePath) throws(Errno)
+    func rename(_ source: CachePath, to destination: CachePath) throws(Errno)
+    func unlink(_ path: CachePath) throws(Errno)
+    func makeDirectory(_ path: CachePath, permissions: FilePermissions) throws(Errno)
+    func removeDirectory(_ path: CachePath) throws(Errno)
     /// The names in a directory, without `.` and `..`.
-    func listDirectory(_ path: FilePath) throws(Errno) -> [String]
+    func listDirectory(_ path: CachePath) throws(Errno) -> [String]
     /// `lstat`: a symbolic link is described, not followed.
-    func status(_ path: FilePath) throws(Errno) -> stat
+    func status(_ path: CachePath) throws(Errno) -> stat
     func status(_ fd: FileDescriptor) throws(Errno) -> stat
     /// `mmap` of `length` bytes from offset 0, read-only; `shared` sees later writes to the file.
     func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool) throws(Errno) -> UnsafeMutableRawPointer

@@ -9,11 +9,11 @@ import SystemPackage
 ///     try file.sync()   // safe on any thread while `file` is held
 final class OpenFile: Sendable {
     let descriptor: FileDescriptor
-    let path: FilePath
+    let path: CachePath
     private let io: FileIO
 
     /// Takes `descriptor` over.
-    init(descriptor: FileDescriptor, path: FilePath, io: FileIO) {
+    init(descriptor: FileDescriptor, path: CachePath, io: FileIO) {
         self.descriptor = descriptor
         self.path = path
         self.io = io

@@ -13,9 +13,13 @@ import Darwin
 struct PosixFileSystem: FileSystem {
     init() {}
 
-    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
+    func open(_ path: CachePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
               permissions: FilePermissions?) throws(Errno) -> FileDescriptor {
-        try translating { try FileDescriptor.open(path, mode, options: options, permissions: permissions, retryOnInterrupt: true) }
+        try translating {
+            try path.withPlatformString {
+                try FileDescriptor.open($0, mode, options: options, permissions: permissions, retryOnInterrupt: true)
+            }
+        }
     }
 
     func close(_ fd: FileDescriptor) { try? fd.close() }
@@ -35,19 +39,19 @@ struct PosixFileSystem: FileSystem {
     func syncData(_ fd: FileDescriptor) throws(Errno) { try check(fdatasync(fd.rawValue)) }
     func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno) { try check(ftruncate(fd.rawValue, off_t(length))) }
 
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
+    func rename(_ source: CachePath, to destination: CachePath) throws(Errno) {
         try check(source.withPlatformString { from in destination.withPlatformString { to in posixRename(from, to) } })
     }
 
-    func unlink(_ path: FilePath) throws(Errno) { try check(path.withPlatformString { posixUnlink($0) }) }
+    func unlink(_ path: CachePath) throws(Errno) { try check(path.withPlatformString { posixUnlink($0) }) }
 
-    func makeDirectory(_ path: FilePath, permissions: FilePermissions) throws(Errno) {
+    func makeDirectory(_ path: CachePath, permissions: FilePermissions) throws(Errno) {
         try check(path.withPlatformString { mkdir($0, mode_t(permissions.rawValue)) })
     }
 
-    func removeDirectory(_ path: FilePath) throws(Errno) { try check(path.withPlatformString { rmdir($0) }) }
+    func removeDirectory(_ path: CachePath) throws(Errno) { try check(path.withPlatformString { rmdir($0) }) }
 
-    func listDirectory(_ path: FilePath) throws(Errno) -> [String] {
+    func listDirectory(_ path: CachePath) throws(Errno) -> [String] {
         guard let dir = path.withPlatformString({ opendir($0) }) else { throw Errno.last }
         defer { closedir(dir) }
         var names: [String] = []
@@ -60,7 +64,7 @@ struct PosixFileSystem: FileSystem {
         return names
     }
 
-    func status(_ path: FilePath) throws(Errno) -> stat {
+    func status(_ path: CachePath) throws(Errno) -> stat {
         var info = stat()
         try check(path.withPlatformString { lstat($0, &info) })
         return info

@@ -24,7 +24,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .packRecord: Self.packRecord(rest, mode: mode % 3)
         case .looseBlob: Self.looseBlob(rest, mode: mode % 3)
         case .snapshot: Self.snapshot(rest, sealed: mode & 1 == 1)
-        case .config: _ = try? BlobCache.parseLimits(Array(input), path: "config")
+        case .config: _ = try? BlobCache.parseLimits(Array(input), path: CachePath("config"))
         case .stats: _ = BlobCache.Counters.parse(Array(input))
         case .size: _ = try? ByteSize.parse(String(decoding: input, as: UTF8.self))
         }

@@ -122,7 +122,7 @@ enum IndexSnapshot {
     /// it reflects more journal than there is).
     /// With `cipher`, the file is a sealed image (`seal(_:cipher:)`): read, opened and
     /// copied into anonymous memory, then used the same way.
-    static func map(_ path: FilePath, io: FileIO, journalSize: Int64,
+    static func map(_ path: CachePath, io: FileIO, journalSize: Int64,
                     cipher: CacheCipher?) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
         if let cipher { return try mapSealed(path, io: io, journalSize: journalSize, cipher: cipher) }
         guard let fd = try io.openIfExists(path) else { return nil }
@@ -163,7 +163,7 @@ enum IndexSnapshot {
     /// than 4 bytes per journal byte (every record takes at least 37 bytes sealed, and an
     /// entry, its blob, key and table slots at most 144 plus the key) and not sparse, so a
     /// file that merely claims a size allocates nothing.
-    private static func mapSealed(_ path: FilePath, io: FileIO, journalSize: Int64,
+    private static func mapSealed(_ path: CachePath, io: FileIO, journalSize: Int64,
                                   cipher: CacheCipher) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
         let (scaled, overflow) = journalSize.multipliedReportingOverflow(by: 4)
         let limit = overflow ? Int64.max : scaled.addingReportingOverflow(Int64(6 * page + sealedHeaderSize + CacheCipher.overhead)).partialValue

@@ -4,7 +4,7 @@ import SystemPackage
 /// written with one `write` at its end, so a returned operation's records are in the kernel
 /// (and on disk, when synchronous and the records change what a key holds).
 final class JournalFile: @unchecked Sendable {
-    let path: FilePath
+    let path: CachePath
     let io: FileIO
     /// The open file appended to; held by reference so that an fsync outside the lock can keep
     /// it open across a rewrite.
@@ -29,13 +29,13 @@ final class JournalFile: @unchecked Sendable {
     /// Bytes written since the last fsync.
     private(set) var unsynced = false
 
-    convenience init(path: FilePath, io: FileIO, descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64,
+    convenience init(path: CachePath, io: FileIO, descriptor: FileDescriptor, header: JournalFormat.Header, size: Int64,
                      recordCount: Int, synchronous: Bool, cipher: CacheCipher?) {
         self.init(path: path, io: io, file: OpenFile(descriptor: descriptor, path: path, io: io), header: header,
                   size: size, recordCount: recordCount, synchronous: synchronous, cipher: cipher)
     }
 
-    private init(path: FilePath, io: FileIO, file: OpenFile, header: JournalFormat.Header, size: Int64,
+    private init(path: CachePath, io: FileIO, file: OpenFile, header: JournalFormat.Header, size: Int64,
                  recordCount: Int, synchronous: Bool, cipher: CacheCipher?) {
         self.cipher = cipher
         self.path = path
@@ -49,7 +49,7 @@ final class JournalFile: @unchecked Sendable {
     }
 
     /// Creates a new, empty journal at `path`.
-    static func fresh(at path: FilePath, io: FileIO, created: Int64, synchronous: Bool, cipher: CacheCipher?) throws -> JournalFile {
+    static func fresh(at path: CachePath, io: FileIO, created: Int64, synchronous: Bool, cipher: CacheCipher?) throws -> JournalFile {
         let replacement = try prepareReplacement(of: path, records: [], created: created, io: io, cipher: cipher)
         let journal = JournalFile(path: path, io: io, file: replacement.file, header: replacement.header,
                                   size: replacement.size, recordCount: 0, synchronous: synchronous, cipher: cipher)
@@ -148,7 +148,7 @@ final class JournalFile: @unchecked Sendable {
         /// The new file, named for error messages by the journal's path it will take.
         let file: OpenFile
         /// Where it is written until `install` renames it: `journal.tmp`.
-        let temporary: FilePath
+        let temporary: CachePath
         let header: JournalFormat.Header
         let size: Int64
         let recordCount: Int
@@ -162,7 +162,7 @@ final class JournalFile: @unchecked Sendable {
     /// Sealed under `cipher` when given.
     ///
     ///     let replacement = try JournalFile.prepareReplacement(of: path, records: records, created: now, io: io, cipher: nil)
-    static func prepareReplacement(of path: FilePath, records: [JournalRecord], created: Int64, io: FileIO,
+    static func prepareReplacement(of path: CachePath, records: [JournalRecord], created: Int64, io: FileIO,
                                    cipher: CacheCipher?) throws -> Replacement {
         let header = JournalFormat.header(salt: UInt64.random(in: 1...UInt64.max), created: created, cipher: cipher)
         var writer = BinaryWriter(capacity: 64 + records.count * 96)

@@ -71,7 +71,7 @@ struct BlobPipeline: Sendable {
     /// Creates the two shard directories of `final`'s blob. When synchronous, their names are
     /// fsynced in their parents (whichever thread made them): the publish fsyncs only the leaf
     /// directory, and a blob whose directory a power cut forgot would be lost with it.
-    private func makeShardDirectories(for final: FilePath) throws {
+    private func makeShardDirectories(for final: CachePath) throws {
         let leaf = final.removingLastComponent(), shard = leaf.removingLastComponent()
         for directory in [shard, leaf] {
             try io.makeDirectory(directory)

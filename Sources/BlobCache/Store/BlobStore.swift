@@ -405,7 +405,7 @@ final class BlobStore: @unchecked Sendable {
 
     /// What a reader needs to fetch a blob without holding the cache lock.
     enum Location: Sendable {
-        case loose(FilePath)
+        case loose(CachePath)
         /// In `segment` at `offset`; the segment had `writtenEnd` bytes when the read began.
         case packed(PackSegment, offset: UInt64, writtenEnd: Int64)
     }

@@ -3,25 +3,25 @@ import SystemPackage
 /// Everything under `objects/` and `packs/`, classified: what compact, fsck and recovery walk.
 struct DirectoryScan {
     /// A loose blob file at its right place (named by an id, in that id's shard).
-    var looseBlobs: [(id: BlobID, path: FilePath)] = []
+    var looseBlobs: [(id: BlobID, path: CachePath)] = []
     /// Writers' temporary files.
-    var temporaryFiles: [FilePath] = []
+    var temporaryFiles: [CachePath] = []
     /// Files or directories that are neither blobs in their right shard nor temporary files.
-    var unknownFiles: [FilePath] = []
+    var unknownFiles: [CachePath] = []
     /// Things named like a blob, a segment or a shard directory that are not what the name says
     /// (a symbolic link, a directory for a file, a file for a directory) or are larger than
     /// any segment the cache writes: never followed or read.
-    var irregularFiles: [FilePath] = []
+    var irregularFiles: [CachePath] = []
     /// Shard directories with nothing in them.
-    var emptyShardDirectories: [FilePath] = []
+    var emptyShardDirectories: [CachePath] = []
     /// Segment files, by number.
-    var segments: [(number: UInt32, path: FilePath)] = []
+    var segments: [(number: UInt32, path: CachePath)] = []
 
     init(files: CacheFiles, io: FileIO) throws {
         let objects = files.objects, packs = files.packs
         // A link (or anything but a directory) in place of `objects/` or `packs/` is reported,
         // never listed: what it leads to is not the cache's.
-        var scanned: [FilePath] = []
+        var scanned: [CachePath] = []
         for directory in [objects, packs] {
             if let type = try io.fileType(directory), type != .directory {
                 irregularFiles.append(directory)

@@ -9,7 +9,7 @@ extension LooseBlobFormat {
     ///
     ///     if let checked = try LooseBlobFormat.readRaw(fd, fileSize: size, expecting: info, io: io, path: path) { … }
     static func readRaw(_ fd: FileDescriptor, fileSize: Int64, expecting info: BlobInfo,
-                        io: FileIO, path: FilePath) throws -> Result<[UInt8], BlobDamage>? {
+                        io: FileIO, path: CachePath) throws -> Result<[UInt8], BlobDamage>? {
         let head = try io.read(fd, count: headerSize, at: 0, path: path)
         guard case .success(let header) = head.withUnsafeBytes(parseHeader), header.codec == .none, !header.sealed,
               case .xxh64(let expected) = header.checksum, header.rawLength == info.rawLength,

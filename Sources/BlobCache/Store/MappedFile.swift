@@ -19,14 +19,14 @@ final class MappedFile {
     /// Maps the file at `path`; `nil` when it does not exist or is empty. By default its pages
     /// are prefaulted and may be written (copied); `forReadingOnly`, pages are read when used
     /// and `mutableBase` must not be written.
-    convenience init?(_ path: FilePath, io: FileIO, forReadingOnly: Bool = false) throws {
+    convenience init?(_ path: CachePath, io: FileIO, forReadingOnly: Bool = false) throws {
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
         try self.init(fd, count: Int(try io.fileSize(fd, path: path)), path: path, io: io, forReadingOnly: forReadingOnly)
     }
 
     /// Maps the first `count` bytes of the open file `fd`; `nil` when `count` is 0.
-    init?(_ fd: FileDescriptor, count size: Int, path: FilePath, io: FileIO, forReadingOnly: Bool) throws {
+    init?(_ fd: FileDescriptor, count size: Int, path: CachePath, io: FileIO, forReadingOnly: Bool) throws {
         guard size > 0 else { return nil }
         let base = try io.map(fd, length: size, shared: false, populate: !forReadingOnly, path: path)
         // Prefaulted read-only, then made writable: populating a writable private mapping
@@ -63,7 +63,7 @@ final class MappedFile {
     /// `readLimit`, else mapped, so a file claiming more than it holds (a sparse one) costs no
     /// allocation. For files whose size nothing vouches for: the journal, and the segments and
     /// blobs that fsck and a rebuild scan.
-    static func withContents<Result>(of fd: FileDescriptor, from offset: Int64 = 0, size: Int64, path: FilePath, io: FileIO,
+    static func withContents<Result>(of fd: FileDescriptor, from offset: Int64 = 0, size: Int64, path: CachePath, io: FileIO,
                                      _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
         let count = Int(max(0, size - offset))
         if count <= readLimit {
@@ -75,7 +75,7 @@ final class MappedFile {
 
     /// `withContents(of:…)` for the file at `path`; `nil` when it does not exist or is larger
     /// than `limit`.
-    static func withContents<Result>(of path: FilePath, io: FileIO, atMost limit: Int64 = .max,
+    static func withContents<Result>(of path: CachePath, io: FileIO, atMost limit: Int64 = .max,
                                      _ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result? {
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }

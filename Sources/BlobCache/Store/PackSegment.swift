@@ -16,7 +16,7 @@ import Musl
 /// the file is ever touched; anything else goes through `pread`.
 final class PackSegment: Sendable {
     let number: UInt32
-    let path: FilePath
+    let path: CachePath
     let descriptor: FileDescriptor
     /// Read-only and never remapped, so sharing it across threads is safe.
     nonisolated(unsafe) private let mapping: UnsafeRawBufferPointer?
@@ -25,7 +25,7 @@ final class PackSegment: Sendable {
 
     /// Takes `descriptor` over (closed with the segment). Without a mapping (mmap failed)
     /// every read goes through `pread`.
-    init(number: UInt32, path: FilePath, descriptor: FileDescriptor, mappedLength: Int, io: FileIO) {
+    init(number: UInt32, path: CachePath, descriptor: FileDescriptor, mappedLength: Int, io: FileIO) {
         self.number = number
         self.path = path
         self.descriptor = descriptor

@@ -84,6 +84,6 @@ struct PreparedBlob: Sendable {
 
 /// A loose blob written under a temporary name, waiting to be published (or discarded).
 struct StagedLooseBlob: Sendable {
-    let temporary: FilePath
-    let final: FilePath
+    let temporary: CachePath
+    let final: CachePath
 }

@@ -17,7 +17,7 @@ enum RawPayloadReader {
     /// `count` bytes of `fd` at `offset` and their XXH64 under `seed`; `nil` when the file
     /// ends before them. Throws `BlobCacheError.io` when a read fails.
     static func read(_ fd: FileDescriptor, count: Int, at offset: Int64, seed: UInt64,
-                     io: FileIO, path: FilePath) throws -> (value: [UInt8], digest: UInt64)? {
+                     io: FileIO, path: CachePath) throws -> (value: [UInt8], digest: UInt64)? {
         guard count > 0 else { return ([], XXHash64.hash(UnsafeRawBufferPointer(start: nil, count: 0), seed: seed)) }
         var outcome: Outcome = .complete(0)
         let value = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in

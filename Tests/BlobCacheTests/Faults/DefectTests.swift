@@ -192,7 +192,7 @@ struct DefectTests {
         let cache = try openCache(dir, fileSystem) { $0.packThreshold = 0 }
         // The cache closes between staging (outside the lock) and publishing.
         fileSystem.interposeOnOpen(before: nil, after: { path in
-            guard CacheFiles.isStagingName(path.lastComponent?.string ?? "") else { return }
+            guard CacheFiles.isStagingName(path.lastComponent ?? "") else { return }
             fileSystem.interposeOnOpen(before: nil, after: nil)
             try? cache.close()
         })
@@ -208,7 +208,7 @@ struct DefectTests {
         let value = Samples.random(10_000, seed: 9)
         // Once the staged file exists (the first open may fail: the shard is not there yet).
         fileSystem.interposeOnOpen(before: nil, after: { path in
-            guard CacheFiles.isStagingName(path.lastComponent?.string ?? ""),
+            guard CacheFiles.isStagingName(path.lastComponent ?? ""),
                   FileManager.default.fileExists(atPath: path.string) else { return }
             fileSystem.interposeOnOpen(before: nil, after: nil)
             _ = try? cache.compact()

@@ -78,7 +78,7 @@ struct FaultTests {
                 options.repair = true
                 options.lockTimeout = nil
                 try context.cache.close()
-                _ = try BlobCache.check(CacheFiles(root: FilePath(context.directory)), io: FileIO(context.fileSystem), options: options)
+                _ = try BlobCache.check(CacheFiles(root: CachePath(normalizing: context.directory)), io: FileIO(context.fileSystem), options: options)
             },
         ]
     }()

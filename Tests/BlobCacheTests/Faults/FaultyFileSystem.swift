@@ -36,12 +36,12 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var trigger: Trigger?
         var fired = false
         var crashed = false
-        var paths: [Int32: FilePath] = [:]
+        var paths: [Int32: CachePath] = [:]
         var trace: [(call: FileSystemCall, path: String)]?
         var model: PowerLossModel?
-        var beforeOpen: (@Sendable (FilePath) -> Void)?
-        var afterOpen: (@Sendable (FilePath) -> Void)?
-        var beforeSync: (@Sendable (FilePath) -> Void)?
+        var beforeOpen: (@Sendable (CachePath) -> Void)?
+        var afterOpen: (@Sendable (CachePath) -> Void)?
+        var beforeSync: (@Sendable (CachePath) -> Void)?
         var shortWrite: (suffix: String, between: @Sendable () -> Void, writes: Int)?
     }
 
@@ -77,7 +77,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
 
     /// Runs `before` and `after` around every `open` (outside this file system's lock), so a
     /// test can make another thread's work happen at exactly that point.
-    func interposeOnOpen(before: (@Sendable (FilePath) -> Void)?, after: (@Sendable (FilePath) -> Void)?) {
+    func interposeOnOpen(before: (@Sendable (CachePath) -> Void)?, after: (@Sendable (CachePath) -> Void)?) {
         state.withLock {
             $0.beforeOpen = before
             $0.afterOpen = after
@@ -86,7 +86,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
 
     /// Runs `before` ahead of every `fsync` of a file, with the path the file was opened by
     /// (outside this file system's lock), so a test can act while another thread waits on it.
-    func interposeOnSync(before: (@Sendable (FilePath) -> Void)?) {
+    func interposeOnSync(before: (@Sendable (CachePath) -> Void)?) {
         state.withLock { $0.beforeSync = before }
     }
 
@@ -103,7 +103,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     // MARK: The seam
 
     /// Counts a call and fires the armed fault when it is due.
-    private func enter(_ call: FileSystemCall, _ path: FilePath?) throws(Errno) {
+    private func enter(_ call: FileSystemCall, _ path: CachePath?) throws(Errno) {
         let failure: Errno? = state.withLock { (state: inout State) -> Errno? in
             if state.crashed { return .ioError }
             state.trace?.append((call, path?.string ?? "?"))
@@ -125,13 +125,13 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    private func path(of fd: FileDescriptor) -> FilePath? { state.withLock { $0.paths[fd.rawValue] } }
+    private func path(of fd: FileDescriptor) -> CachePath? { state.withLock { $0.paths[fd.rawValue] } }
 
     private func record(_ change: (inout PowerLossModel) -> Void) {
         state.withLock { if $0.model != nil { change(&$0.model!) } }
     }
 
-    func open(_ path: FilePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
+    func open(_ path: CachePath, _ mode: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions,
               permissions: FilePermissions?) throws(Errno) -> FileDescriptor {
         let (before, after) = state.withLock { ($0.beforeOpen, $0.afterOpen) }
         before?(path)
@@ -201,7 +201,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         record { $0.truncated(fd: fd.rawValue, to: length) }
     }
 
-    func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
+    func rename(_ source: CachePath, to destination: CachePath) throws(Errno) {
         try enter(.rename, source)
         try real.rename(source, to: destination)
         state.withLock { state in
@@ -210,30 +210,30 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         record { $0.renamed(source, to: destination) }
     }
 
-    func unlink(_ path: FilePath) throws(Errno) {
+    func unlink(_ path: CachePath) throws(Errno) {
         try enter(.unlink, path)
         try real.unlink(path)
         record { $0.unlinked(path) }
     }
 
-    func makeDirectory(_ path: FilePath, permissions: FilePermissions) throws(Errno) {
+    func makeDirectory(_ path: CachePath, permissions: FilePermissions) throws(Errno) {
         try enter(.makeDirectory, path)
         try real.makeDirectory(path, permissions: permissions)
         record { $0.madeDirectory(path) }
     }
 
-    func removeDirectory(_ path: FilePath) throws(Errno) {
+    func removeDirectory(_ path: CachePath) throws(Errno) {
         try enter(.removeDirectory, path)
         try real.removeDirectory(path)
         record { $0.removedDirectory(path) }
     }
 
-    func listDirectory(_ path: FilePath) throws(Errno) -> [String] {
+    func listDirectory(_ path: CachePath) throws(Errno) -> [String] {
         try enter(.listDirectory, path)
         return try real.listDirectory(path)
     }
 
-    func status(_ path: FilePath) throws(Errno) -> stat {
+    func status(_ path: CachePath) throws(Errno) -> stat {
         try enter(.status, path)
         return try real.status(path)
     }

@@ -101,7 +101,7 @@ struct PowerLossModel: Sendable {
         return String(path[..<slash])
     }
 
-    private func relative(_ path: FilePath) -> String? {
+    private func relative(_ path: CachePath) -> String? {
         let text = path.string
         if text == root { return "" }
         guard text.hasPrefix(root + "/") else { return nil }
@@ -110,7 +110,7 @@ struct PowerLossModel: Sendable {
 
     // MARK: Recording (called by FaultyFileSystem after each call succeeded)
 
-    mutating func opened(_ path: FilePath, fd: Int32, created: Bool, truncated: Bool) {
+    mutating func opened(_ path: CachePath, fd: Int32, created: Bool, truncated: Bool) {
         guard let name = relative(path) else { return }
         if directories.contains(name) {
             directoryOfDescriptor[fd] = name
@@ -149,26 +149,26 @@ struct PowerLossModel: Sendable {
         if let directory = directoryOfDescriptor[fd] { changes.append(.syncDirectory(directory)) }
     }
 
-    mutating func renamed(_ source: FilePath, to destination: FilePath) {
+    mutating func renamed(_ source: CachePath, to destination: CachePath) {
         guard let from = relative(source), let to = relative(destination) else { return }
         names[to] = names[from]
         names[from] = nil
         changes.append(.rename(from: from, to: to))
     }
 
-    mutating func unlinked(_ path: FilePath) {
+    mutating func unlinked(_ path: CachePath) {
         guard let name = relative(path) else { return }
         names[name] = nil
         changes.append(.unlink(path: name))
     }
 
-    mutating func madeDirectory(_ path: FilePath) {
+    mutating func madeDirectory(_ path: CachePath) {
         guard let name = relative(path) else { return }
         directories.insert(name)
         changes.append(.makeDirectory(name))
     }
 
-    mutating func removedDirectory(_ path: FilePath) {
+    mutating func removedDirectory(_ path: CachePath) {
         guard let name = relative(path) else { return }
         directories.remove(name)
         changes.append(.removeDirectory(name))

@@ -1,0 +1,40 @@
+import SystemPackage
+import Testing
+@testable import BlobCache
+
+@Suite("Cache paths")
+struct CachePathTests {
+    /// The paths the cache makes: a root as a user may spell it, then names joined to it.
+    static let roots = ["/var/cache/app", "/var/cache/app/", "/", "cache", "./cache//app", "", "/tmp//x/"]
+    static let names = ["journal", "CACHEDIR.TAG", "5", "000001.pack", "tmp.1f.2e.3d"]
+
+    @Test("a path joined, and taken apart again, reads as FilePath's would", arguments: roots)
+    func agreesWithFilePath(root: String) {
+        let path = CachePath(normalizing: root)
+        var reference = FilePath(root)
+        #expect(path.string == reference.string)
+        #expect(path.isAbsolute == reference.isAbsolute)
+        #expect(path.lastComponent == reference.lastComponent?.string)
+        #expect(path.removingLastComponent().string == reference.removingLastComponent().string)
+        var joined = path
+        for name in Self.names {
+            joined = joined.appending(name)
+            reference.append(name)
+            #expect(joined.string == reference.string)
+            #expect(joined.lastComponent == name)
+            #expect(joined.removingLastComponent().string == reference.removingLastComponent().string)
+        }
+    }
+
+    @Test("the loose path and shard directories of an id are objects/<a>/<b>/<id> and its parents")
+    func looseLayout() {
+        let files = CacheFiles(root: CachePath(normalizing: "/c/"))
+        let id = BlobID(hex: "5d41402abc4b2a76b9719d911017c592")!
+        let loose = files.loosePath(of: id)
+        #expect(loose.string == "/c/objects/5/d/5d41402abc4b2a76b9719d911017c592")
+        let shards = files.shardDirectories(of: id)
+        #expect(shards.lower == loose.removingLastComponent())
+        #expect(shards.upper == shards.lower.removingLastComponent())
+        #expect(shards.upper.removingLastComponent() == files.objects)
+    }
+}
