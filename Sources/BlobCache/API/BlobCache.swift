@@ -432,7 +432,7 @@ public final class BlobCache: Sendable {
                 throw BlobCacheError.directoryUnusable(path: path.string, reason: "it is not a directory")
             }
         } else if create {
-            // Made once an open, so a `FilePath` may take the path apart.
+            // Made once per open, so a `FilePath` may take the path apart.
             var prefix = CachePath(path.isAbsolute ? "/" : ".")
             for component in FilePath(path.string).components {
                 prefix = prefix.appending(component.string)

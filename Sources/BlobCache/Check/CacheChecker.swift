@@ -117,7 +117,7 @@ struct CacheChecker {
                   "a symbolic link, a directory or an impossibly large file where the cache keeps a file of its own: never followed or written through; move it away")
         }
         // A live process's staged file is a set in flight, not a leftover.
-        for path in scan.temporaryFiles where CacheFiles.stagingOwnerIsGone(path.lastComponent ?? "") {
+        for path in scan.temporaryFiles where path.lastComponent.map(CacheFiles.stagingOwnerIsGone) ?? false {
             note("stale-temp", "-", path, "temporary file left by a writer that is gone")
         }
         for path in scan.emptyShardDirectories { note("empty-shard", "-", path, "empty shard directory") }

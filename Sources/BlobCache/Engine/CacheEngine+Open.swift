@@ -209,7 +209,7 @@ extension CacheEngine {
         }
         // Only what bears the cache's own names goes: files it does not know are someone
         // else's (fsck reports them as unknown-file).
-        for path in scan.temporaryFiles where try !io.isDirectory(path) && CacheFiles.stagingOwnerIsGone(path.lastComponent ?? "") {
+        for path in scan.temporaryFiles where try !io.isDirectory(path) && path.lastComponent.map(CacheFiles.stagingOwnerIsGone) ?? false {
             try io.remove(path)
             removed += 1
         }

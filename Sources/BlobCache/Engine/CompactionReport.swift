@@ -58,7 +58,7 @@ extension CacheEngine {
             if try io.remove(path) { report.danglingBlobsDeleted += 1 }
         }
         // Staged files of a live process (this one included) may belong to sets in flight.
-        for path in scan.temporaryFiles where CacheFiles.stagingOwnerIsGone(path.lastComponent ?? "") {
+        for path in scan.temporaryFiles where path.lastComponent.map(CacheFiles.stagingOwnerIsGone) ?? false {
             report.blobBytesReclaimed.addSaturating(Int(io.status(path)?.st_size ?? 0))
             if try io.remove(path) { report.temporaryFilesDeleted += 1 }
         }

@@ -8,7 +8,7 @@ import Musl
 /// The name of every file and folder under a cache directory (docs/FORMAT.md, "Files"), so
 /// that no other code spells one.
 ///
-///     let files = CacheFiles(root: "/var/cache/app")
+///     let files = CacheFiles(root: CachePath(normalizing: "/var/cache/app"))
 ///     files.loosePath(of: id)      // /var/cache/app/objects/5/d/5d41402a…
 struct CacheFiles: Sendable {
     let root: CachePath

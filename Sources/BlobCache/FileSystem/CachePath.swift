@@ -17,7 +17,10 @@ struct CachePath: Hashable, Sendable, CustomStringConvertible {
     let string: String
 
     /// A path taken as it is: `text` must already be normal (no `//`, no trailing `/`).
-    init(_ text: String) { string = text }
+    init(_ text: String) {
+        assert(!text.contains("//") && (text == "/" || !text.hasSuffix("/")), "not a normal path: \(text)")
+        string = text
+    }
 
     /// The path `text` names, normalised as `FilePath` does (`dir//a/` is `dir/a`).
     init(normalizing text: String) { string = FilePath(text).string }
@@ -26,10 +29,11 @@ struct CachePath: Hashable, Sendable, CustomStringConvertible {
 
     /// This path with `name` joined to it: `root/name`.
     func appending(_ name: String) -> CachePath {
+        assert(!name.isEmpty && !name.utf8.contains(UInt8(ascii: "/")) && name != "." && name != "..", "not a name: \(name)")
         switch string {
-        case "": CachePath(name)
-        case "/": CachePath("/" + name)
-        default: CachePath(string + "/" + name)
+        case "": return CachePath(name)
+        case "/": return CachePath("/" + name)
+        default: return CachePath(string + "/" + name)
         }
     }
 
