@@ -257,6 +257,65 @@ struct HostileBytesTests {
         try reopened.close()
     }
 
+    /// A field of a snapshot record to forge, and the bytes written over it.
+    enum SnapshotForgery: String, CaseIterable, CustomTestStringConvertible {
+        /// Nothing forged: the control, restored (so a refusal of the others is theirs).
+        case nothing
+        case blobReferences, blobPinnedReferences, entryBlobOutOfRange, entryKeyPastArena, brokenLRULink, blobLengthTooLarge
+        case keyTableSlotOutOfRange
+        var testDescription: String { rawValue }
+
+        /// The byte offset to patch in a snapshot with `header`, and the little-endian bytes.
+        func patch(_ header: IndexSnapshot.Header) -> (offset: Int, bytes: [UInt8]) {
+            let entry = header.entriesOffset + MemoryLayout<CacheIndex.Entry>.stride   // the second entry
+            let blob = header.blobsOffset + MemoryLayout<CacheIndex.Blob>.stride        // the second blob
+            func bytes<T>(_ value: T) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
+            switch self {
+            case .nothing:
+                return (header.entriesOffset, [])
+            case .blobReferences:
+                return (blob + MemoryLayout<CacheIndex.Blob>.offset(of: \CacheIndex.Blob.references)!, bytes(Int32(2).littleEndian))
+            case .blobPinnedReferences:
+                return (blob + MemoryLayout<CacheIndex.Blob>.offset(of: \CacheIndex.Blob.pinnedReferences)!, bytes(Int32(1).littleEndian))
+            case .entryBlobOutOfRange:
+                return (entry + MemoryLayout<CacheIndex.Entry>.offset(of: \CacheIndex.Entry.blob)!, bytes(Int32(header.blobCount).littleEndian))
+            case .entryKeyPastArena:
+                // One byte short of the end: refused only by a check that counts the key's length.
+                return (entry + MemoryLayout<CacheIndex.Entry>.offset(of: \CacheIndex.Entry.keyOffset)!, bytes(UInt32(header.keyBytes - 1).littleEndian))
+            case .brokenLRULink:
+                return (entry + MemoryLayout<CacheIndex.Entry>.offset(of: \CacheIndex.Entry.older)!, bytes(Int32(-1).littleEndian))
+            case .blobLengthTooLarge:
+                return (blob + MemoryLayout<CacheIndex.Blob>.offset(of: \CacheIndex.Blob.rawLength)!, bytes(Int64(BlobInfo.maxLength + 1).littleEndian))
+            case .keyTableSlotOutOfRange:   // the first bucket, empty or not, names a record past the last
+                return (header.keyTableOffset, bytes(Int32(header.entryCount).littleEndian))
+            }
+        }
+    }
+
+    @Test("a forged snapshot whose records do not agree with each other is not used; the journal is replayed",
+          arguments: SnapshotForgery.allCases)
+    func forgedSnapshotStructure(_ forgery: SnapshotForgery) throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("cache")
+        let configuration = BlobCache.Configuration.testing { $0.snapshotThreshold = 0 }
+        let cache = try BlobCache(directory: root, configuration: configuration)
+        for n in 0..<20 { try cache.set(Samples.random(300, seed: UInt64(n)), forKey: "k\(n)") }
+        try cache.close()
+        let path = root + "/index"
+        guard case .success(let header) = readFile(path).withUnsafeBytes({ IndexSnapshot.parseHeader($0) }) else {
+            Issue.record("no snapshot was written")
+            return
+        }
+        let (offset, bytes) = forgery.patch(header)
+        patchFile(path, at: offset, bytes)
+        reseal(path)
+        let reopened = try BlobCache(directory: root, configuration: configuration)
+        #expect(reopened.openReport.restoredFromSnapshot == (forgery == .nothing))
+        for n in 0..<20 { #expect(same(try reopened.bytes(forKey: "k\(n)"), Samples.random(300, seed: UInt64(n)))) }
+        #expect(try reopened.totals().entries == 20)
+        try reopened.close()
+    }
+
     @Test("saved slot tables listing a slot twice are refused (removing the slot left out would probe forever)")
     func duplicateSlots() {
         var table = SlotTable(capacity: 4)

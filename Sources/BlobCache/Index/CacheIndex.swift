@@ -149,43 +149,45 @@ struct CacheIndex {
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
 
-    /// The parts of an index as a snapshot keeps them: no free slots, links, reference counts
-    /// and tables as they were.
+    /// The records of an index as a snapshot keeps them: no free slots, links and reference
+    /// counts as they were. (Its two tables are checked apart, by `SlotTable(buckets:slotCount:)`,
+    /// and given to the index by `adopt`.)
     struct Parts {
         var entries: FlatArray<Entry>
         var blobs: FlatArray<Blob>
         var keyArena: FlatArray<UInt8>
-        var keyTable: SlotTable
-        var blobTable: SlotTable
         var oldest: Int32
         var newest: Int32
     }
 
-    /// An index from a snapshot's parts, taken as they are (they may lie in a mapped file, so
-    /// nothing here writes to them). Only the totals are recomputed, in one read-only pass that
-    /// also checks every link, reference and key range; `nil` when they do not make a
-    /// consistent index. Safe on damaged bytes (it may run while their hash is being checked).
+    /// An index from a snapshot's records, taken as they are (they may lie in a mapped file, so
+    /// nothing here writes to them). Only the totals are recomputed, in read-only passes that
+    /// also check every link, reference and key range; `nil` when they do not make a
+    /// consistent index. Safe on damaged bytes (it may run while their hash is still being
+    /// checked). Its tables are empty until `adopt(keyTable:blobTable:)` gives it the snapshot's.
     init?(seed: UInt64, restoring parts: consuming Parts) {
         self.seed = seed
         entries = parts.entries
         blobs = parts.blobs
         keyArena = parts.keyArena
-        keyTable = parts.keyTable
-        blobTable = parts.blobTable
         oldest = parts.oldest
         newest = parts.newest
-        guard keyTable.count == entries.count, blobTable.count == blobs.count,
-              Self.plausibleBlobs(blobs),
-              let totals = Self.checkedTotals(entries: entries, blobs: blobs, keyBytes: keyArena.count,
-                                              oldest: oldest, newest: newest) else { return nil }
+        guard Self.plausibleBlobs(blobs),
+              let totals = Self.checkedEntries(entries, blobs: blobs, keyBytes: keyArena.count, oldest: oldest, newest: newest)
+        else { return nil }
         (pinnedEntries, entryLogicalBytes) = (totals.pinnedEntries, totals.entryLogicalBytes)
+        // One pass over the blobs: each one's reference counts checked against its entries',
+        // then its lengths summed (they are plausible: checked above).
         for slot in blobs.indices {
-            let info = blobs[slot].info
+            let blob = blobs[slot]
+            guard blob.references > 0, blob.references == totals.references[slot],
+                  blob.pinnedReferences == totals.pinnedReferences[slot] else { return nil }
+            let info = blob.info
             logicalBytes += info.rawLength
             storedBytes += info.footprint
             // Each length is at most `BlobInfo.maxLength`, so checking after each sum keeps them far from overflow.
             guard logicalBytes <= Self.maxTotalBytes, storedBytes <= Self.maxTotalBytes else { return nil }
-            if blobs[slot].pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
+            if blob.pinnedReferences > 0 { pinnedStoredBytes += info.footprint }
             accountPack(info, sign: 1)
         }
         // Namespaces are not in a snapshot: counted again from the keys (two byte compares
@@ -196,6 +198,17 @@ struct CacheIndex {
             namespaces.add(prefix: prefix, blobSlot: entries[slot].blob, footprint: blob.info.footprint,
                            rawLength: Int(blob.rawLength))
         }
+    }
+
+    /// Gives a restored index its snapshot's key and blob tables, checked apart (each names
+    /// every slot once, `SlotTable(buckets:slotCount:)`); `false` when they do not hold one
+    /// slot per entry and per blob.
+    mutating func adopt(keyTable: SlotTable, blobTable: SlotTable) -> Bool {
+        precondition(self.keyTable.count == 0 && self.blobTable.count == 0, "only a restored index adopts tables")
+        guard keyTable.count == entries.count, blobTable.count == blobs.count else { return false }
+        self.keyTable = keyTable
+        self.blobTable = blobTable
+        return true
     }
 
     /// The most bytes a total of the index may count: far beyond any real cache, and far enough
@@ -226,29 +239,33 @@ struct CacheIndex {
     /// records may be damaged while their hash is still being checked).
     private static func plausibleBlobs(_ blobs: FlatArray<Blob>) -> Bool {
         blobs.withUnsafeBufferPointer { blobs in
-            // The codec byte first, read as a byte: a `CodecTag` holding another value is not one.
+            // The codec byte read as a byte, before the record is read as a `Blob`: a `CodecTag`
+            // holding another value is not one.
             let codecOffset = MemoryLayout<Blob>.offset(of: \Blob.codec)!
             let raw = UnsafeRawBufferPointer(blobs)
             for slot in blobs.indices {
-                let byte = raw[slot * MemoryLayout<Blob>.stride + codecOffset]
-                guard CodecTag(rawValue: byte) != nil else { return false }
+                guard CodecTag(rawValue: raw[slot * MemoryLayout<Blob>.stride + codecOffset]) != nil else { return false }
+                let blob = blobs[slot]
+                guard blob.rawLength >= 0, blob.rawLength <= BlobInfo.maxLength,
+                      blob.payloadLength >= 0, blob.payloadLength <= BlobInfo.maxLength,
+                      blob.segment == Blob.loose
+                        || (PackFormat.isValidSegmentNumber(blob.segment) && blob.offset <= UInt64(Int32.max) * 16)
+                else { return false }
             }
-            return blobs.allSatisfy { blob in
-                blob.rawLength >= 0 && blob.rawLength <= BlobInfo.maxLength
-                    && blob.payloadLength >= 0 && blob.payloadLength <= BlobInfo.maxLength
-                    && (blob.segment == Blob.loose
-                        || (PackFormat.isValidSegmentNumber(blob.segment) && blob.offset <= UInt64(Int32.max) * 16))
-            }
+            return true
         }
     }
 
-    /// Pinned entries and summed value sizes of restored parts, after checking that every entry
-    /// names a blob and a key range that exist, that the LRU links form one chain from `oldest`
-    /// to `newest` over the unpinned entries, and that each blob's reference counts match.
-    private static func checkedTotals(entries: FlatArray<Entry>, blobs: FlatArray<Blob>, keyBytes: Int,
-                                      oldest: Int32, newest: Int32) -> (pinnedEntries: Int, entryLogicalBytes: Int)? {
+    /// What restored entries add up to, after checking that every entry names a blob and a key
+    /// range that exist and that the LRU links form one chain from `oldest` to `newest` over
+    /// the unpinned entries: pinned entries, summed value sizes, and the references each blob
+    /// should count (which the caller compares with the blobs' own). Sums the blobs' lengths:
+    /// `plausibleBlobs` must have passed first.
+    private static func checkedEntries(_ entries: FlatArray<Entry>, blobs: FlatArray<Blob>, keyBytes: Int,
+                                       oldest: Int32, newest: Int32)
+        -> (pinnedEntries: Int, entryLogicalBytes: Int, references: [Int32], pinnedReferences: [Int32])? {
         entries.withUnsafeBufferPointer { entries in
-            blobs.withUnsafeBufferPointer { blobs -> (Int, Int)? in
+            blobs.withUnsafeBufferPointer { blobs -> (Int, Int, [Int32], [Int32])? in
                 var references = [Int32](repeating: 0, count: blobs.count)
                 var pinnedReferences = [Int32](repeating: 0, count: blobs.count)
                 var pinned = 0, logical = 0, unpinned = 0
@@ -265,10 +282,6 @@ struct CacheIndex {
                         unpinned += 1
                     }
                 }
-                for (slot, blob) in blobs.enumerated() {
-                    guard blob.references == references[slot], blob.pinnedReferences == pinnedReferences[slot],
-                          blob.references > 0 else { return nil }
-                }
                 // The chain: from oldest, each newer link points back, ending at newest.
                 var cursor = oldest, previous: Int32 = -1, walked = 0
                 while cursor >= 0 {
@@ -279,7 +292,7 @@ struct CacheIndex {
                     walked += 1
                 }
                 guard walked == unpinned, previous == newest else { return nil }
-                return (pinned, logical)
+                return (pinned, logical, references, pinnedReferences)
             }
         }
     }

@@ -232,28 +232,35 @@ enum IndexSnapshot {
     }
 
     /// The index held by a mapped snapshot whose header parsed as `header`, used where it lies.
-    /// One core hashes the body (XXH64) while the other checks the tables and the records and
-    /// sums the totals; `nil` when the hash differs or the parts do not make a consistent index.
+    /// Three pieces of work share the cores: the records checked and their totals summed (the
+    /// longest), the body hashed (XXH64), and the two tables checked; `nil` when the hash
+    /// differs or the parts do not make a consistent index.
     static func restore(_ file: MappedFile, header: Header) -> CacheIndex? {
         let body = UnsafeRawBufferPointer(rebasing: file.bytes[page...])
         var digest: UInt64 = 0
         var index: CacheIndex?
+        var tables: (keys: SlotTable, blobs: SlotTable)?
+        // The longest first: with two cores, whichever of the others ends first takes the third.
         Parallel.run([
-            { digest = XXHash64.hash(body) },
             {
-                guard let keyTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.keyTableOffset,
-                                                                  count: header.keyBuckets),
-                                               slotCount: header.entryCount),
-                      let blobTable = SlotTable(buckets: FlatArray(mapping: file, offset: header.blobTableOffset,
-                                                                   count: header.blobBuckets),
-                                                slotCount: header.blobCount) else { return }
                 index = CacheIndex(seed: header.seed, restoring: CacheIndex.Parts(
                     entries: FlatArray(mapping: file, offset: header.entriesOffset, count: header.entryCount),
                     blobs: FlatArray(mapping: file, offset: header.blobsOffset, count: header.blobCount),
                     keyArena: FlatArray(mapping: file, offset: header.keysOffset, count: header.keyBytes),
-                    keyTable: keyTable, blobTable: blobTable, oldest: header.oldest, newest: header.newest))
+                    oldest: header.oldest, newest: header.newest))
+            },
+            { digest = XXHash64.hash(body) },
+            {
+                guard let keys = SlotTable(buckets: FlatArray(mapping: file, offset: header.keyTableOffset, count: header.keyBuckets),
+                                           slotCount: header.entryCount),
+                      let blobs = SlotTable(buckets: FlatArray(mapping: file, offset: header.blobTableOffset, count: header.blobBuckets),
+                                            slotCount: header.blobCount) else { return }
+                tables = (keys, blobs)
             },
         ])
-        return digest == header.bodyDigest ? index : nil
+        guard digest == header.bodyDigest, var index, let tables, index.adopt(keyTable: tables.keys, blobTable: tables.blobs) else {
+            return nil
+        }
+        return index
     }
 }
