@@ -1,3 +1,4 @@
+import Foundation
 import SystemPackage
 import Testing
 @testable import BlobCache
@@ -24,6 +25,18 @@ struct CachePathTests {
             #expect(joined.lastComponent == name)
             #expect(joined.removingLastComponent().string == reference.removingLastComponent().string)
         }
+    }
+
+    @Test("a cache directory given with ., .. and // in it is created, used and found again")
+    func directoryWithDots() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.appending("a/../b/./c//"))
+        try cache.set(Samples.random(300, seed: 1), forKey: "k")
+        try cache.close()
+        #expect(FileManager.default.fileExists(atPath: dir.appending("b/c/journal")))
+        let again = try BlobCache(directory: dir.appending("b/c"))
+        #expect(same(try again.bytes(forKey: "k"), Samples.random(300, seed: 1)))
+        try again.close()
     }
 
     @Test("a blob's loose path, shard directories and staging names hang together under any root", arguments: ["/c/", "/", "", "c"])

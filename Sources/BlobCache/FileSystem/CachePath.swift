@@ -27,9 +27,10 @@ struct CachePath: Hashable, Sendable, CustomStringConvertible {
 
     var description: String { string }
 
-    /// This path with `name` joined to it: `root/name`.
+    /// This path with `name` joined to it: `root/name`. `name` is one name (no `/`); `.` and
+    /// `..` only come from a directory a user gave, taken apart to create it.
     func appending(_ name: String) -> CachePath {
-        assert(!name.isEmpty && !name.utf8.contains(UInt8(ascii: "/")) && name != "." && name != "..", "not a name: \(name)")
+        assert(!name.isEmpty && !name.utf8.contains(UInt8(ascii: "/")), "not a name: \(name)")
         switch string {
         case "": return CachePath(name)
         case "/": return CachePath("/" + name)
