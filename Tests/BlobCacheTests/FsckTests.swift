@@ -113,6 +113,10 @@ struct FsckTests {
         #expect(check.lines.last?.hasPrefix("fsck: ") == true)
         let json = try JSONSerialization.jsonObject(with: try cli.run(["fsck", "--json"]).stdout) as! [String: Any]
         #expect((json["findings"] as! [[String: Any]]).contains { $0["problem"] as? String == expected.problem })
+        if kind == .flipPackedByte {   // a record is named by its segment and offset
+            let finding = (json["findings"] as! [[String: Any]]).first { $0["problem"] as? String == "pack-record-corrupt" }
+            #expect(finding?["path"] as? String == dir.path + "/packs/000001.pack@16")
+        }
 
         let repair = try cli.run(["fsck", "--repair"])
         #expect(repair.status == (expected.error ? 1 : 0), "\(repair.output)")

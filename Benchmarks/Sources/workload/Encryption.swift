@@ -65,10 +65,10 @@ func encryptionComparison(_ options: Options, corpus: Corpus) throws -> [Measure
 
 /// `--workloads encryption-gets`: the paired get passes alone, in a process that has loaded
 /// nothing else (W2's 10,000 values of 4 KiB and the first 200 of W3's values of 1 MiB, no W1
-/// corpus, no put rounds): a one-minute check of the get ratios. (A one-off program reading
-/// only 200 W3 values saw an encrypted 1 MiB get at 0.40 of plain while each get opened into a
-/// second buffer, from the allocator's trimming; this process's allocation history does not
-/// show it, before or after the change: README, "Encryption at rest".)
+/// corpus, no put rounds): a one-minute check of the get ratios. (Whether opening each seal
+/// into a second buffer made the allocator trim and refault memory depends on a process's
+/// allocation history; this process does not show it, before or after the change: README,
+/// "Encryption at rest".)
 func encryptionGetsAlone(_ options: Options) throws -> [Measurement] {
     let w2 = try Corpus.blobs(options.corpus + "/synth_4k.bin", size: 4096, count: 10_000)
     let w3 = try Corpus.blobs(options.corpus + "/synth_1m.bin", size: 1 << 20, count: 200)

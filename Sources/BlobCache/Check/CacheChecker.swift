@@ -97,6 +97,12 @@ struct CacheChecker {
         report.findings.append(.init(severity: .note, problem: problem, subject: subject, path: path.string, detail: detail))
     }
 
+    /// A damaged pack record: reported at `segment@offset`, which names the record, not a file.
+    private mutating func recordCorrupt(_ id: BlobID, in segment: CachePath, at offset: some BinaryInteger, _ detail: String) {
+        report.findings.append(.init(severity: .error, problem: "pack-record-corrupt", subject: id.hex,
+                                     path: "\(segment.string)@\(offset)", detail: detail))
+    }
+
     /// Runs every check once.
     static func run(_ files: CacheFiles, io: FileIO, limits: BlobCache.Limits, fast: Bool,
                     cipher: CacheCipher?) throws -> BlobCache.CheckReport {
@@ -326,19 +332,18 @@ struct CacheChecker {
             guard case .packed(number, let offset) = blob.info.place else { continue }
             report.blobsChecked += 1
             report.bytesChecked += blob.info.footprint
-            let at = "\(path.string)@\(offset)"
             guard Int(offset) + blob.info.footprint <= bytes.count else {
-                error("pack-record-corrupt", id.hex, CachePath(at), "record runs past the end of the segment")
+                recordCorrupt(id, in: path, at: offset, "record runs past the end of the segment")
                 continue
             }
             let record = UnsafeRawBufferPointer(rebasing: bytes[Int(offset)..<Int(offset) + blob.info.footprint])
             switch PackFormat.decode(record: record, expecting: blob.info, cipher: cipher) {
             case .failure(let damage):
-                error("pack-record-corrupt", id.hex, CachePath(at), "\(damage.kind): \(damage.detail)")
+                recordCorrupt(id, in: path, at: offset, "\(damage.kind): \(damage.detail)")
             case .success(let value):
                 let hasher = BlobHasher(cipher)
                 if !fast, hasher.id(of: value) != id {
-                    error("pack-record-corrupt", id.hex, CachePath(at), "digest: content hashes to \(hasher.id(of: value))")
+                    recordCorrupt(id, in: path, at: offset, "digest: content hashes to \(hasher.id(of: value))")
                 }
             }
         }
@@ -358,7 +363,7 @@ struct CacheChecker {
             report.bytesChecked += PackFormat.recordHeaderSize + header.payloadLength
         }
         for (offset, id, damage) in damaged {
-            error("pack-record-corrupt", id.hex, CachePath("\(path.string)@\(offset)"), "\(damage.kind): \(damage.detail)")
+            recordCorrupt(id, in: path, at: offset, "\(damage.kind): \(damage.detail)")
         }
     }
 
