@@ -104,4 +104,46 @@ struct CLIEdgeTests {
         #expect(export.output.contains("exported 300 entries"), "\(export.output)")
         for (key, value) in expected { #expect(readFile(dir.appending("out") + "/" + key) == value, "\(key)") }
     }
+
+    @Test("import takes every regular file (hidden, empty, deep), no link, and a later PATH's file for a key named twice")
+    func importTree() throws {
+        let dir = TemporaryDirectory()
+        let first = dir.appending("first"), second = dir.appending("second"), outside = dir.appending("outside")
+        for folder in [first + "/a/b/c", second + "/a", outside] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        writeFile(first + "/a/b/c/deep", Samples.random(70_000, seed: 1))
+        writeFile(first + "/.hidden", [1])
+        writeFile(first + "/empty", [])
+        writeFile(first + "/a/same", [2])
+        writeFile(second + "/a/same", [3])
+        writeFile(outside + "/secret", [4])
+        try FileManager.default.createSymbolicLink(atPath: first + "/link-to-file", withDestinationPath: outside + "/secret")
+        try FileManager.default.createSymbolicLink(atPath: first + "/link-to-dir", withDestinationPath: outside)
+        #expect(mkfifo(first + "/pipe", 0o600) == 0)
+
+        let cli = CLI(directory: dir.appending("cache"))
+        let imported = try cli.run(["import", first, second])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.output.hasPrefix("imported 4 files, 70002 bytes;"), "\(imported.output)")
+        #expect(try cli.run(["ls"]).lines.map { String($0.split(separator: "\t")[0]) }.sorted()
+                == [".hidden", "a/b/c/deep", "a/same", "empty"])
+        #expect(try cli.run(["get", "a/same"]).stdout == Data([3]))
+        #expect(try cli.run(["get", "a/b/c/deep"]).stdout == Data(Samples.random(70_000, seed: 1)))
+        #expect(try cli.run(["get", "empty"]).stdout.isEmpty)
+    }
+
+    @Test("import stops at the first value the cache refuses: exit 2, one line, on whichever core meets it")
+    func importStopsAtRefusal() throws {
+        let dir = TemporaryDirectory()
+        let source = dir.appending("tree")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        for n in 0..<40 { writeFile(source + "/small-\(n)", [UInt8(n)]) }
+        for n in 0..<4 { writeFile(source + "/large-\(n)", Samples.random(50_000, seed: UInt64(n))) }
+        let cli = CLI(directory: dir.appending("cache"))
+        let imported = try cli.run(["--max-size", "20000", "import", source])
+        #expect(imported.status == 2, "\(imported.stderr)")
+        #expect(imported.stderr.split(separator: "\n").count == 1, "\(imported.stderr)")
+        #expect(imported.stderr.hasPrefix("blobcache: "), "\(imported.stderr)")
+    }
 }
