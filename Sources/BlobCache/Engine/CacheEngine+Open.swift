@@ -117,7 +117,6 @@ extension CacheEngine {
         report.expiredAtOpen = try engine.perform { engine.removeExpired() }
         report.evictedAtOpen = engine.counters.evictions - evictionsBefore
         engine.counters = BlobCache.Counters()
-        engine.savedCounters = .saved(in: files, io: io)
         // Whatever open changed, every other open catches up at its next operation.
         engine.sequence = sequence
         engine.appliedSequence = (sequence.value | 1) + 1
