@@ -185,6 +185,31 @@ struct JournalRecoveryTests {
         #expect(filesBelow(dir.appending("objects")).count == 1)
     }
 
+    @Test("an entry expiring before all others is found after a scan found none, after a replay and after a snapshot restore",
+          arguments: [false, true])
+    func expiryAfterScans(snapshot: Bool) throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let configuration = BlobCache.Configuration.testing(clock: clock) { $0.snapshotThreshold = snapshot ? 0 : .max }
+        let cache = try BlobCache(directory: dir.path, configuration: configuration)
+        try cache.set([1], forKey: "late", expiry: .after(.seconds(1000)))
+        #expect(try cache.removeExpired() == 0)
+        try cache.set([2], forKey: "soon", expiry: .after(.seconds(10)))
+        clock.advance(by: .seconds(20))
+        #expect(try cache.removeExpired() == 1)
+        try cache.set([3], forKey: "sooner", expiry: .after(.seconds(5)))
+        try cache.close()
+        clock.advance(by: .seconds(10))
+        let reopened = try BlobCache(directory: dir.path, configuration: configuration)
+        #expect(reopened.openReport.restoredFromSnapshot == snapshot)
+        #expect(reopened.openReport.expiredAtOpen == 1)
+        #expect(try reopened.keys() == ["late"])
+        try reopened.set([4], forKey: "soonest", expiry: .after(.seconds(1)))
+        clock.advance(by: .seconds(2))
+        #expect(try reopened.removeExpired() == 1)
+        #expect(try reopened.keys() == ["late"])
+    }
+
     @Test("a second open of the same cache, in this process and in another, works beside the first")
     func opensShareTheDirectory() throws {
         let dir = TemporaryDirectory()

@@ -7,7 +7,7 @@ extension CacheEngine {
     @discardableResult
     func removeExpired() -> Int {
         let time = now()
-        let expired = index.slots { $0.expiry <= time }
+        let expired = index.expiredSlots(at: time)
         for slot in expired { remove(slot: slot, reason: .expired) }
         return expired.count
     }

@@ -144,6 +144,9 @@ struct CacheIndex {
     /// Segment numbers below this are counted in the array.
     private static let arraySegments: UInt32 = 1 << 16
     private(set) var livePackedBytes = 0
+    /// No live entry expires before this time: a lower bound that entries lower as they come
+    /// and `expiredSlots(at:)` makes exact again, so that finding none expired costs no scan.
+    private(set) var earliestExpiry = Int64.max
     /// What each namespace holds (its byte cap and `totals()` read it).
     private(set) var namespaces = NamespaceLedger()
 
@@ -175,7 +178,7 @@ struct CacheIndex {
         guard Self.plausibleBlobs(blobs),
               let totals = Self.checkedEntries(entries, blobs: blobs, keyBytes: keyArena.count, oldest: oldest, newest: newest)
         else { return nil }
-        (pinnedEntries, entryLogicalBytes) = (totals.pinnedEntries, totals.entryLogicalBytes)
+        (pinnedEntries, entryLogicalBytes, earliestExpiry) = (totals.pinnedEntries, totals.entryLogicalBytes, totals.earliestExpiry)
         // One pass over the blobs: each one's reference counts checked against its entries',
         // then its lengths summed (they are plausible: checked above).
         for slot in blobs.indices {
@@ -263,15 +266,16 @@ struct CacheIndex {
     /// `plausibleBlobs` must have passed first.
     private static func checkedEntries(_ entries: FlatArray<Entry>, blobs: FlatArray<Blob>, keyBytes: Int,
                                        oldest: Int32, newest: Int32)
-        -> (pinnedEntries: Int, entryLogicalBytes: Int, references: [Int32], pinnedReferences: [Int32])? {
+        -> (pinnedEntries: Int, entryLogicalBytes: Int, earliestExpiry: Int64, references: [Int32], pinnedReferences: [Int32])? {
         entries.withUnsafeBufferPointer { entries in
-            blobs.withUnsafeBufferPointer { blobs -> (Int, Int, [Int32], [Int32])? in
+            blobs.withUnsafeBufferPointer { blobs -> (Int, Int, Int64, [Int32], [Int32])? in
                 var references = [Int32](repeating: 0, count: blobs.count)
                 var pinnedReferences = [Int32](repeating: 0, count: blobs.count)
-                var pinned = 0, logical = 0, unpinned = 0
+                var pinned = 0, logical = 0, unpinned = 0, earliest = Int64.max
                 for entry in entries {
                     guard entry.blob >= 0, Int(entry.blob) < blobs.count,
                           Int(entry.keyOffset) + Int(entry.keyLength) <= keyBytes else { return nil }
+                    earliest = min(earliest, entry.expiry)
                     references[Int(entry.blob)] += 1
                     logical += Int(blobs[Int(entry.blob)].rawLength)
                     guard logical <= maxTotalBytes else { return nil }
@@ -292,7 +296,7 @@ struct CacheIndex {
                     walked += 1
                 }
                 guard walked == unpinned, previous == newest else { return nil }
-                return (pinned, logical, references, pinnedReferences)
+                return (pinned, logical, earliest, references, pinnedReferences)
             }
         }
     }
@@ -367,6 +371,19 @@ struct CacheIndex {
         return slots
     }
 
+    /// The slots of the live entries whose expiry is at or before `time`, in slot order; no
+    /// scan while no entry can have expired (`earliestExpiry`), and afterwards that bound is
+    /// the earliest expiry of the others.
+    mutating func expiredSlots(at time: Int64) -> [Int32] {
+        guard earliestExpiry <= time else { return [] }
+        var expired: [Int32] = [], earliest = Int64.max
+        for (slot, entry) in entries.enumerated() where entry.blob >= 0 {
+            if entry.expiry <= time { expired.append(Int32(slot)) } else { earliest = min(earliest, entry.expiry) }
+        }
+        earliestExpiry = earliest
+        return expired
+    }
+
     /// Every live entry's key and slot (a copy: callers may change the index while walking it).
     var keyedSlots: [(key: String, slot: Int32)] { liveSlots.map { (key(at: $0), $0) } }
 
@@ -409,6 +426,7 @@ struct CacheIndex {
         // Retain first: when the key already holds this blob, releasing the old entry first
         // would drop the blob's last reference and delete it.
         let blob = retain(record.blob, pinned: record.pinned)
+        earliestExpiry = min(earliestExpiry, record.expiry)
         var key = record.key
         return key.withUTF8 { utf8 -> BlobInfo? in
             let bytes = UnsafeRawBufferPointer(utf8)
