@@ -133,6 +133,35 @@ struct CLIEdgeTests {
         #expect(try cli.run(["get", "empty"]).stdout.isEmpty)
     }
 
+    @Test("import keeps keys that differ only in normalization apart, skips a name that is not UTF-8 (exit 2), and never opens a pipe it is given")
+    func importOddNames() throws {
+        let dir = TemporaryDirectory()
+        let source = dir.appending("tree")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        writeFile(source + "/caf\u{e9}", [1])           // NFC
+        writeFile(source + "/cafe\u{301}", [2])         // NFD: the same String, other bytes
+        writeFile(source + "/plain", [3])
+        let raw = Array((source + "/bad").utf8CString.dropLast()) + [CChar(bitPattern: 0xff), 0]
+        let fd = open(raw, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        close(fd)
+
+        let cli = CLI(directory: dir.appending("cache"))
+        let imported = try cli.run(["import", source])
+        #expect(imported.status == 2, "\(imported.stderr)")
+        #expect(imported.stderr.contains("bad\\xff") && imported.stderr.contains("not UTF-8"), "\(imported.stderr)")
+        #expect(imported.output.contains("imported 3 files") && imported.output.contains("skipped 1"), "\(imported.output)")
+        #expect(try cli.run(["get", "caf\u{e9}"]).stdout == Data([1]))
+        #expect(try cli.run(["get", "cafe\u{301}"]).stdout == Data([2]))
+        #expect(try cli.run(["get", "plain"]).stdout == Data([3]))
+
+        let pipe = dir.appending("pipe")
+        #expect(mkfifo(pipe, 0o600) == 0)
+        let piped = try cli.run(["import", pipe])
+        #expect(piped.status == 2, "\(piped.stderr)")
+        #expect(piped.stderr.contains("not a regular file"), "\(piped.stderr)")
+    }
+
     @Test("import stops at the first value the cache refuses: exit 2, one line, on whichever core meets it")
     func importStopsAtRefusal() throws {
         let dir = TemporaryDirectory()

@@ -7,42 +7,102 @@ import Darwin
 #endif
 
 /// The regular files under a directory, found with `readdir(3)`: the type each entry's
-/// `d_type` gives (an `lstat` only where the file system gives none), symbolic links neither
-/// followed nor listed. Foundation's enumerator built an attribute dictionary for every file,
-/// a fifth of an import's time on the shared corpus.
+/// `d_type` gives (an `lstat` only where the file system gives none). Symbolic links are neither
+/// followed nor listed, and a file system mounted inside is not entered (as `find -xdev`).
+/// Foundation's enumerator built an attribute dictionary for every file, a fifth of an
+/// import's time on the shared corpus.
 enum FileTree {
     /// Why a walk stopped.
     struct Unreadable: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// The paths, relative to `root`, of every regular file under it, in no particular order.
-    ///
-    ///     let files = try FileTree.regularFiles(under: "/srv/assets")   // ["css/site.css", …]
-    static func regularFiles(under root: String) throws -> [String] {
+    /// What a walk found.
+    struct Listing {
+        /// The path, relative to the root, of every regular file, in no particular order.
         var files: [String] = []
+        /// Entries not taken because their names are not UTF-8 (so no key can name them),
+        /// relative to the root, with each byte that is not UTF-8 shown as `\xNN`.
+        var notUTF8: [String] = []
+    }
+
+    /// The regular files under `root`. An entry removed while the walk runs is passed over; a
+    /// directory that cannot be read stops it.
+    ///
+    ///     let files = try FileTree.regularFiles(under: "/srv/assets").files   // ["css/site.css", …]
+    static func regularFiles(under root: String) throws -> Listing {
+        var listing = Listing()
+        var rootInfo = stat()
+        guard stat(root, &rootInfo) == 0 else { throw unreadable(root) }
         var pending = [""]   // directories still to list, relative to root
         while let relative = pending.popLast() {
             let directory = relative.isEmpty ? root : root + "/" + relative
-            guard let stream = opendir(directory) else { throw unreadable(directory) }
+            guard let stream = opendir(directory) else {
+                if errno == ENOENT && !relative.isEmpty { continue }
+                throw unreadable(directory)
+            }
             defer { closedir(stream) }
-            errno = 0
-            while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            var info = stat()
+            guard fstat(dirfd(stream), &info) == 0 else { throw unreadable(directory) }
+            guard info.st_dev == rootInfo.st_dev else { continue }
+            while true {
+                errno = 0
+                guard let entry = readdir(stream) else {
+                    // NULL with errno 0 is the end; with an errno, the error that stopped it.
+                    if errno != 0 { throw unreadable(directory) }
+                    break
                 }
-                if name == "." || name == ".." { continue }
-                let path = relative.isEmpty ? name : relative + "/" + name
+                // The name where it lies (a record is only as long as its name: copying the
+                // whole `d_name` array could read past the end of the last one).
+                let name = UnsafeRawPointer(entry).advanced(by: MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+                    .assumingMemoryBound(to: CChar.self)
+                guard let text = String(validatingCString: name) else {
+                    listing.notUTF8.append((relative.isEmpty ? "" : relative + "/") + escaped(name))
+                    continue
+                }
+                if text == "." || text == ".." { continue }
+                let path = relative.isEmpty ? text : relative + "/" + text
                 switch try kind(entry.pointee.d_type, of: root + "/" + path) {
-                case .file: files.append(path)
+                case .file: listing.files.append(path)
                 case .directory: pending.append(path)
-                case .other: continue   // links, devices, sockets, pipes
+                case .other: continue   // links, devices, sockets, pipes, and entries gone meanwhile
                 }
             }
-            // `readdir` ends with NULL and errno 0, or NULL and the error that stopped it.
-            if errno != 0 { throw unreadable(directory) }
         }
-        return files
+        return listing
+    }
+
+    /// The bytes of the regular file at `path`, read to its end. Anything else is refused
+    /// before a byte is read: a pipe (opened without blocking, never read), a device, a
+    /// directory, and a symbolic link unless `followingLink` (a PATH a user named may be one;
+    /// a file the walk found has been replaced by one meanwhile).
+    static func contents(ofRegularFile path: String, followingLink: Bool) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLink ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else {
+            if errno == ELOOP { throw Unreadable(description: "cannot read \(path): it is a symbolic link") }
+            throw unreadable(path)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw unreadable(path) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw Unreadable(description: "cannot read \(path): it is not a regular file")
+        }
+        // One byte more than its size, so that a file that has not grown ends in one read.
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
+        var length = 0
+        while true {
+            if length == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + length, $0.count - length) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw unreadable(path)
+            }
+            if got == 0 { break }
+            length += got
+        }
+        bytes.removeSubrange(length...)
+        return bytes
     }
 
     private enum Kind { case file, directory, other }
@@ -53,7 +113,10 @@ enum FileTree {
         case Int32(DT_DIR): return .directory
         case Int32(DT_UNKNOWN):
             var info = stat()
-            guard lstat(path, &info) == 0 else { throw unreadable(path) }
+            guard lstat(path, &info) == 0 else {
+                if errno == ENOENT { return .other }
+                throw unreadable(path)
+            }
             switch info.st_mode & S_IFMT {
             case S_IFREG: return .file
             case S_IFDIR: return .directory
@@ -61,6 +124,22 @@ enum FileTree {
             }
         default: return .other
         }
+    }
+
+    /// A C string with printable ASCII as it is and every other byte as `\xNN`.
+    private static func escaped(_ name: UnsafePointer<CChar>) -> String {
+        var text = ""
+        var cursor = name
+        while cursor.pointee != 0 {
+            let byte = UInt8(bitPattern: cursor.pointee)
+            if byte >= 0x20 && byte < 0x7f && byte != UInt8(ascii: "\\") {
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                text += "\\x" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
+            }
+            cursor += 1
+        }
+        return text
     }
 
     private static func unreadable(_ path: String) -> Unreadable {

@@ -5,7 +5,7 @@ import Foundation
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Store every regular file under PATHs; key = prefix + path relative to the argument.",
-        discussion: "A PATH that is a file is stored under prefix + its name. Only regular files are stored: symbolic links, pipes and devices under a PATH are skipped. A key two PATHs both hold takes the later PATH's file. Files are read, hashed and compressed on every core; the first that cannot be read or stored stops the import (exit 2). Progress goes to standard error: a bar on a terminal, otherwise a line every 1,000 files.")
+        discussion: "A PATH that is a file (or a link to one) is stored under prefix + its name; a PATH that is a directory (or a link to one) gives every regular file under it, its key the path below PATH. Under a directory, symbolic links, pipes, sockets and devices are skipped and file systems mounted inside are not entered; a file whose name is not UTF-8 is skipped with one line on standard error and the import ends with exit 2. A key two PATHs both hold takes the later PATH's file. Files are read, hashed and compressed on every core; the first file or directory that cannot be read, or value the cache refuses, stops the import (exit 2, or 8/9 as for any command). Progress goes to standard error: a bar on a terminal, otherwise a line every 1,000 files.")
 
     @Argument(help: "Files or directories.") var paths: [String]
     @Option(help: ArgumentHelp("Prefix for every key.", valueName: "P")) var prefix = ""
@@ -16,7 +16,8 @@ struct Import: ParsableCommand {
     }
 
     func run() throws {
-        var files: [(key: String, path: String)] = []
+        var files: [ImportFiles.File] = []
+        var notUTF8: [String] = []
         for argument in paths {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
@@ -24,25 +25,28 @@ struct Import: ParsableCommand {
                 throw ExitCode(Failure.error)
             }
             if !isDirectory.boolValue {
-                files.append((prefix + (argument as NSString).lastPathComponent, argument))
+                files.append(.init(key: prefix + (argument as NSString).lastPathComponent, path: argument, followingLink: true))
                 continue
             }
             let root = URL(fileURLWithPath: argument).standardizedFileURL.path
-            let relatives: [String]
-            do { relatives = try FileTree.regularFiles(under: root) } catch {
+            let listing: FileTree.Listing
+            do { listing = try FileTree.regularFiles(under: root) } catch {
                 Failure.say("\(error)")
                 throw ExitCode(Failure.error)
             }
-            files += relatives.map { (prefix + $0, root + "/" + $0) }
+            files += listing.files.map { .init(key: prefix + $0, path: root + "/" + $0, followingLink: false) }
+            notUTF8 += listing.notUTF8.map { root + "/" + $0 }
         }
-        // A key named twice (two PATHs holding the same relative path) takes the later PATH's file.
-        var latest: [String: String] = [:]
-        for file in files { latest[file.key] = file.path }
-        let unique = latest.map { (key: $0.key, path: $0.value) }.sorted { $0.key < $1.key }
+        for path in notUTF8 { Failure.say("skipping \(path): its name is not UTF-8, so no key can name it") }
+        // A key two PATHs both hold takes the later PATH's file. Keys are told apart by their
+        // bytes, as the cache does (String equality would take `é` and `e` + U+0301 for one).
+        var latest: [[UInt8]: Int] = [:]
+        for (index, file) in files.enumerated() { latest[Array(file.key.utf8)] = index }
+        let unique = latest.values.sorted().map { files[$0] }
         let cache = try global.open()
-        let total = unique.count
+        let total = unique.count, terminal = Output.isTerminal
         let outcome = ImportFiles(files: unique, space: global.keySpace(of: cache)).run { done in
-            if Output.isTerminal {
+            if terminal {
                 if done % 64 == 0 || done == total { Output.progress(done, of: total, label: "import") }
             } else if done % 1000 == 0 {
                 FileHandle.standardError.write(Data("import: \(done)/\(total) files\n".utf8))
@@ -51,8 +55,8 @@ struct Import: ParsableCommand {
         let bytes: Int
         switch outcome {
         case .success(let stored): bytes = stored
-        case .failure(.unreadable(let path)):
-            Failure.say("cannot read \(path)")
+        case .failure(.unreadable(let reason)):
+            Failure.say(reason)
             throw ExitCode(Failure.error)
         case .failure(.refused(let error)):
             try Failure.running { throw error }
@@ -60,6 +64,8 @@ struct Import: ParsableCommand {
         }
         let totals = try Failure.running { try cache.totals() }
         try Failure.running { try cache.close() }
-        print("imported \(total) files, \(bytes) bytes; cache holds \(totals.entries) entries, \(totals.storedBytes) bytes stored")
+        print("imported \(total) files, \(bytes) bytes; cache holds \(totals.entries) entries, \(totals.storedBytes) bytes stored"
+              + (notUTF8.isEmpty ? "" : "; skipped \(notUTF8.count)"))
+        if !notUTF8.isEmpty { throw ExitCode(Failure.error) }
     }
 }

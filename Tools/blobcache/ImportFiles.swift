@@ -9,18 +9,26 @@ import Synchronization
 struct ImportFiles: Sendable {
     /// Why an import stopped.
     enum Stop: Error {
-        /// The file at this path could not be read.
+        /// A file could not be read (the reason names it).
         case unreadable(String)
         /// The cache refused a set.
         case refused(any Error)
     }
 
+    /// A file to store, and whether a symbolic link at its path is followed (only for a PATH
+    /// the user named).
+    struct File: Sendable {
+        let key: String
+        let path: String
+        let followingLink: Bool
+    }
+
     /// The files, each under its key; no key twice.
-    let files: [(key: String, path: String)]
+    let files: [File]
     let space: KeySpace
 
-    /// Sets every file; `progress` is called with the count done after each file, one call at
-    /// a time and with counts in increasing order. Returns the bytes stored, or the first failure.
+    /// Sets every file; `progress` is called with the count stored after each file stored, one
+    /// call at a time and with counts in increasing order. Returns the bytes stored, or the first failure.
     func run(progress: @escaping @Sendable (Int) -> Void) -> Result<Int, Stop> {
         let next = Atomic<Int>(0)
         let state = Mutex<(done: Int, bytes: Int, stop: Stop?)>((0, 0, nil))
@@ -43,8 +51,11 @@ struct ImportFiles: Sendable {
         return state.withLock { state in state.stop.map { .failure($0) } ?? .success(state.bytes) }
     }
 
-    private func store(_ file: (key: String, path: String)) -> Result<Int, Stop> {
-        guard let value = FileManager.default.contents(atPath: file.path) else { return .failure(.unreadable(file.path)) }
+    private func store(_ file: File) -> Result<Int, Stop> {
+        let value: [UInt8]
+        do { value = try FileTree.contents(ofRegularFile: file.path, followingLink: file.followingLink) } catch {
+            return .failure(.unreadable("\(error)"))
+        }
         do {
             _ = try space.set(value, forKey: file.key, expiry: nil, pinned: false)
             return .success(value.count)
