@@ -1,7 +1,7 @@
 extension BlobCache {
     /// How the cache has been used: hits, misses, memory hits, sets, evictions, bytes moved.
     /// The counts read directly (`stats.hits`) are this open's; `lifetime` adds those of every
-    /// earlier open that closed cleanly (saved in `DIR/stats`).
+    /// other open that had closed cleanly when they were first asked for (saved in `DIR/stats`).
     ///
     ///     let stats = cache.statistics()
     ///     print(stats.hits, stats.misses, stats.hitRatio, stats.lifetime.hits)
@@ -9,7 +9,7 @@ extension BlobCache {
     public struct Statistics: Sendable, Equatable {
         /// Counts since this `BlobCache` was opened.
         public var sinceOpen: Counters
-        /// Counts over the cache's life: earlier opens' saved counts plus this open's.
+        /// Counts over the cache's life: other opens' saved counts plus this open's.
         public var lifetime: Counters
         /// What the remote tier did since this open (all zero without one).
         public var remote = RemoteCounters()

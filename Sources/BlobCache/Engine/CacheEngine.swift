@@ -21,9 +21,10 @@ final class CacheEngine: @unchecked Sendable {
     let accessInterval: Int64
     /// This session's counts; `lifetimeCounters` adds those saved by earlier sessions.
     var counters = BlobCache.Counters()
-    /// The counts earlier sessions saved in `DIR/stats`, read when first asked for: an open
-    /// that never reports statistics never decodes the file (in a fresh process, the first
-    /// JSON decoding took 8% of the samples of opening W4's 100,000 entries).
+    /// The counts other sessions saved in `DIR/stats`, read when first asked for (by
+    /// `statistics()`, `totals()` or the final figures a clean close keeps), not by the open:
+    /// in a fresh process, that first JSON decoding took 8% of the samples of opening W4's
+    /// 100,000 entries. The open returns sooner; a clean close still pays it.
     lazy var savedCounters = BlobCache.Counters.saved(in: files, io: io)
     /// Journal bytes the snapshot file on disk reflects; `nil` when there is none that matches.
     var snapshotCoverage: Int64?
