@@ -8,8 +8,11 @@ import Foundation
 // are corpus paths made unique, values 256–2,047-byte slices of the corpus with their number
 // written into the first 8 bytes, so that none dedups), for each N in SCALE_SIZES (default
 // 10000,1000000). Gets go in one fixed random order, the same for every N, so that a large
-// cache is read as a user would, not in the order it was written. Each size's put and get rows
-// carry their per-op cost relative to the smallest size's.
+// cache is read as a user would, not in the order it was written. SCALE_ROUNDS rounds (default
+// 3) fill every size in turn, each in a fresh cache; a small size is filled several times a
+// round (its median counts), so that it is not timed over a fraction of a second. Each size's put
+// and get rows carry their median per-op cost relative to the smallest size's, each round's
+// ratio, and a flag when the rounds spread over 30% of the median.
 //
 // Index at scale: for each N in SCALE_INDEX_SIZES (default 1000000,10000000), N tiny values
 // (64 bytes) are put and the cache closed (a clean close writes the snapshot). Then: the
@@ -55,44 +58,71 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
     defer { buffer.deallocate() }
     try corpus.concat.withUnsafeBytes { all in
         let counts = sizes("SCALE_SIZES", [10_000, 1_000_000])
-        var base: (put: Double, get: Double)?
+        let rounds = max(1, Int(ProcessInfo.processInfo.environment["SCALE_ROUNDS"] ?? "") ?? 3)
+        let largest = counts.max() ?? 1
+        // A small size is filled several times a round (up to 20, for at least a fifth of the
+        // largest size's operations), so that its cost is not one phase of a fraction of a second.
+        let fills = Dictionary(uniqueKeysWithValues: counts.map { ($0, max(1, min(20, largest / ($0 * 5)))) })
+        let inputs = Dictionary(uniqueKeysWithValues: counts.map { ($0, (keys: scaleKeys($0, corpus: corpus), order: fixedShuffle($0))) })
+        var perOp: [Int: [(put: Double, get: Double)]] = [:]
+        for _ in 0..<rounds {
+            for count in counts {
+                var puts: [Double] = [], gets: [Double] = []
+                for _ in 0..<fills[count]! {
+                    let phase = try fillAndRead(options, count: count, keys: inputs[count]!.keys, order: inputs[count]!.order,
+                                                all: all, buffer: buffer)
+                    puts.append(phase.put / Double(count))
+                    gets.append(phase.get / Double(count))
+                }
+                perOp[count, default: []].append((median(puts), median(gets)))
+            }
+        }
         for count in counts {
-            let keys = scaleKeys(count, corpus: corpus)
-            let order = fixedShuffle(count)
-            let engine = try makeEngine(options, directory: freshDirectory(options.work, "scale-\(count)"))
-            var bytes = 0
-            settle()
-            let putStart = now()
-            for number in 0..<count {
-                let value = scaleValue(number, length: 256 + (number &* 131) % 1792, corpus: all, into: buffer)
-                try engine.put(value, key: keys[number])
-                bytes += value.count
+            func row(_ name: String, _ costs: [Double], _ baseCosts: [Double], bytes: Int) -> Measurement {
+                let cost = median(costs)
+                let each = zip(costs, baseCosts).map { String(format: "%.2f", $0 / $1) }.joined(separator: ", ")
+                let flag = (costs.max()! - costs.min()!) / cost > 0.3 ? " ⚑ spread over 30%" : ""
+                var measurement = Measurement(workload: "scale.\(count).\(name)", ops: count, seconds: cost * Double(count), bytes: bytes)
+                measurement.note = String(format: "%.2f µs/op, median of %d rounds (each the median of %d fills); %.2f× the per-op cost at %d entries (each round: %@)%@",
+                                          cost * 1e6, rounds, fills[count]!, cost / median(baseCosts), counts[0], each, flag)
+                    + (name == "get" ? " (random order)" : "")
+                return measurement
             }
-            let putSeconds = now() - putStart
-            var read = 0
-            settle()
-            let getStart = now()
-            for number in order { read += try engine.get(keys[number]) ?? 0 }
-            let getSeconds = now() - getStart
-            try engine.close()
-            precondition(read == bytes, "scale \(count): read \(read) bytes, wrote \(bytes)")
-            let perOp = (put: putSeconds / Double(count), get: getSeconds / Double(count))
-            base = base ?? perOp
-            func note(_ cost: Double, _ baseCost: Double) -> String {
-                String(format: "%.2f µs/op, %.2f× the per-op cost at %d entries", cost * 1e6, cost / baseCost, counts[0])
-            }
-            var put = Measurement(workload: "scale.\(count).put", ops: count, seconds: putSeconds, bytes: bytes)
-            put.note = note(perOp.put, base!.put)
-            var get = Measurement(workload: "scale.\(count).get", ops: count, seconds: getSeconds, bytes: read)
-            get.note = note(perOp.get, base!.get) + " (random order)"
-            results += [put, get]
-            if !options.keepWork { try? FileManager.default.removeItem(atPath: options.work + "/scale-\(count)") }
+            let bytes = (0..<count).reduce(0) { $0 + 256 + ($1 &* 131) % 1792 }
+            results.append(row("put", perOp[count]!.map(\.put), perOp[counts[0]]!.map(\.put), bytes: bytes))
+            results.append(row("get", perOp[count]!.map(\.get), perOp[counts[0]]!.map(\.get), bytes: bytes))
         }
         for count in sizes("SCALE_INDEX_SIZES", [1_000_000, 10_000_000]) {
             results += try indexAtScale(options, count: count, corpus: corpus, all: all, buffer: buffer)
         }
     }
     return results
+}
+
+/// Puts `count` values into a fresh cache, then gets them all in `order`: the seconds of each
+/// phase (the file system synced before each).
+private func fillAndRead(_ options: Options, count: Int, keys: [String], order: [Int], all: UnsafeRawBufferPointer,
+                         buffer: UnsafeMutableRawBufferPointer) throws -> (put: Double, get: Double) {
+    let directory = freshDirectory(options.work, "scale-\(count)")
+    let engine = try makeEngine(options, directory: directory)
+    var bytes = 0
+    settle()
+    let putStart = now()
+    for number in 0..<count {
+        let value = scaleValue(number, length: 256 + (number &* 131) % 1792, corpus: all, into: buffer)
+        try engine.put(value, key: keys[number])
+        bytes += value.count
+    }
+    let putSeconds = now() - putStart
+    var read = 0
+    settle()
+    let getStart = now()
+    for number in order { read += try engine.get(keys[number]) ?? 0 }
+    let getSeconds = now() - getStart
+    try engine.close()
+    precondition(read == bytes, "scale \(count): read \(read) bytes, wrote \(bytes)")
+    if !options.keepWork { try? FileManager.default.removeItem(atPath: directory) }
+    return (putSeconds, getSeconds)
 }
 
 /// Fills a cache with `count` 64-byte values, then measures its snapshot, its index in memory,

@@ -41,7 +41,8 @@ let usage = """
     that has done nothing else.
     --encrypt runs any workload with encryption on.
     --workloads scale: per-op cost of W1-style puts and random-order gets of small distinct
-    values at each size in SCALE_SIZES (default 10000,1000000) against the first; then for each
+    values at each size in SCALE_SIZES (default 10000,1000000) against the first, in
+    SCALE_ROUNDS interleaved rounds (default 3; a small size filled up to 20 times a round); then for each
     size in SCALE_INDEX_SIZES (default 1000000,10000000) the snapshot's bytes, the index's
     resident bytes per entry, a cold open + get (fresh process) and a full replay (records/s).
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
