@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Import and export of a tree of real files with the blobcache CLI, against `cp -r`.
 
-    python3 Benchmarks/tree.py [--corpus DIR] [--runs 3] [--diskcache]
+    python3 Benchmarks/tree.py [--corpus DIR] [--runs 3] [--diskcache] [--against BLOBCACHE]
 
 Writes the corpus (../shared/bench/make_corpus.py) out as a tree of files once (its paths, under
 /tmp/blobtree), then, in interleaved rounds: `cp -r` of the tree; `blobcache import TREE` into a
 fresh cache; `blobcache export OUT` of that cache. With --diskcache, python-diskcache does the
 same (set every file, then write every value out). Each timed command starts after a sync, with
-the page cache holding the tree. Prints medians (min–max), the ratios cp / BlobCache (above 1:
+the page cache holding the tree. With --against, another build of the CLI (e.g. one built at an
+older commit) imports and exports in the same rounds, after this one. Prints medians (min–max), the ratios cp / BlobCache (above 1:
 BlobCache is faster) for each run, and one JSON line. Builds the release CLI (swift build -c
 release).
 """
@@ -76,6 +77,7 @@ def main():
     parser.add_argument("--tree", default="/tmp/blobtree")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--diskcache", action="store_true")
+    parser.add_argument("--against", help="another blobcache executable to time in the same rounds")
     options = parser.parse_args()
     subprocess.run(["swift", "build", "-c", "release", "--product", "blobcache"], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
@@ -83,13 +85,18 @@ def main():
     source = os.path.join(options.tree, "files")
     count = sum(len(names) for _, _, names in os.walk(source))
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(source) for n in names)
-    samples = {"cp": [], "import": [], "export": [], "diskcache.import": [], "diskcache.export": []}
+    samples = {"cp": [], "import": [], "export": [], "against.import": [], "against.export": [],
+               "diskcache.import": [], "diskcache.export": []}
     for run in range(options.runs):
         with tempfile.TemporaryDirectory(prefix="blobcache-tree-") as work:
             samples["cp"].append(timed(["cp", "-r", source, os.path.join(work, "copy")]))
             cache = os.path.join(work, "cache")
             samples["import"].append(timed([TOOL, "--dir", cache, "import", source]))
             samples["export"].append(timed([TOOL, "--dir", cache, "export", os.path.join(work, "out")]))
+            if options.against:
+                other = os.path.join(work, "against")
+                samples["against.import"].append(timed([options.against, "--dir", other, "import", source]))
+                samples["against.export"].append(timed([options.against, "--dir", other, "export", os.path.join(work, "against-out")]))
             if options.diskcache:
                 imported, exported = diskcache_round(source, work)
                 samples["diskcache.import"].append(imported)
@@ -104,6 +111,10 @@ def main():
         each = ", ".join(f"{c / v:.2f}" for c, v in zip(samples["cp"], values))
         print(f"| {name} | {statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f}) | "
               f"{statistics.median(samples['cp']) / statistics.median(values):.2f}× ({each}) |")
+    for name in ("import", "export"):
+        if samples["against." + name]:
+            each = ", ".join(f"{t / o:.2f}" for t, o in zip(samples[name], samples["against." + name]))
+            print(f"\n{name}: this build's time / --against's, each run: {each}")
     print(json.dumps({"files": count, "bytes": size, "seconds": samples}))
 
 
