@@ -42,7 +42,9 @@ struct Import: ParsableCommand {
         // bytes, as the cache does (String equality would take `é` and `e` + U+0301 for one).
         var latest: [[UInt8]: Int] = [:]
         for (index, file) in files.enumerated() { latest[Array(file.key.utf8)] = index }
-        let unique = latest.values.sorted().map { files[$0] }
+        // In key order, as before the import ran on every core: files near in the tree land
+        // near in the packs, which an export (in key order) then reads in sequence.
+        let unique = latest.values.map { files[$0] }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         let cache = try global.open()
         let total = unique.count, terminal = Output.isTerminal
         let outcome = ImportFiles(files: unique, space: global.keySpace(of: cache)).run { done in
