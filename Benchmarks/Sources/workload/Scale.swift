@@ -65,12 +65,14 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
         let fills = Dictionary(uniqueKeysWithValues: counts.map { ($0, max(1, min(20, largest / ($0 * 5)))) })
         let inputs = Dictionary(uniqueKeysWithValues: counts.map { ($0, (keys: scaleKeys($0, corpus: corpus), order: fixedShuffle($0))) })
         var perOp: [Int: [(put: Double, get: Double)]] = [:]
+        var bytesOf: [Int: Int] = [:]
         for _ in 0..<rounds {
             for count in counts {
                 var puts: [Double] = [], gets: [Double] = []
                 for _ in 0..<fills[count]! {
                     let phase = try fillAndRead(options, count: count, keys: inputs[count]!.keys, order: inputs[count]!.order,
                                                 all: all, buffer: buffer)
+                    bytesOf[count] = phase.bytes
                     puts.append(phase.put / Double(count))
                     gets.append(phase.get / Double(count))
                 }
@@ -88,9 +90,8 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
                     + (name == "get" ? " (random order)" : "")
                 return measurement
             }
-            let bytes = (0..<count).reduce(0) { $0 + 256 + ($1 &* 131) % 1792 }
-            results.append(row("put", perOp[count]!.map(\.put), perOp[counts[0]]!.map(\.put), bytes: bytes))
-            results.append(row("get", perOp[count]!.map(\.get), perOp[counts[0]]!.map(\.get), bytes: bytes))
+            results.append(row("put", perOp[count]!.map(\.put), perOp[counts[0]]!.map(\.put), bytes: bytesOf[count]!))
+            results.append(row("get", perOp[count]!.map(\.get), perOp[counts[0]]!.map(\.get), bytes: bytesOf[count]!))
         }
         for count in sizes("SCALE_INDEX_SIZES", [1_000_000, 10_000_000]) {
             results += try indexAtScale(options, count: count, corpus: corpus, all: all, buffer: buffer)
@@ -100,9 +101,9 @@ func scale(_ options: Options, corpus: Corpus) throws -> [Measurement] {
 }
 
 /// Puts `count` values into a fresh cache, then gets them all in `order`: the seconds of each
-/// phase (the file system synced before each).
+/// phase (the file system synced before each) and the bytes of the values.
 private func fillAndRead(_ options: Options, count: Int, keys: [String], order: [Int], all: UnsafeRawBufferPointer,
-                         buffer: UnsafeMutableRawBufferPointer) throws -> (put: Double, get: Double) {
+                         buffer: UnsafeMutableRawBufferPointer) throws -> (put: Double, get: Double, bytes: Int) {
     let directory = freshDirectory(options.work, "scale-\(count)")
     let engine = try makeEngine(options, directory: directory)
     var bytes = 0
@@ -122,7 +123,7 @@ private func fillAndRead(_ options: Options, count: Int, keys: [String], order: 
     try engine.close()
     precondition(read == bytes, "scale \(count): read \(read) bytes, wrote \(bytes)")
     if !options.keepWork { try? FileManager.default.removeItem(atPath: directory) }
-    return (putSeconds, getSeconds)
+    return (putSeconds, getSeconds, bytes)
 }
 
 /// Fills a cache with `count` 64-byte values, then measures its snapshot, its index in memory,
