@@ -221,15 +221,11 @@ struct HostileBytesTests {
 
     // MARK: Snapshot
 
-    /// Recomputes a snapshot's body hash and header CRC after its bytes were changed: a
-    /// forgery, which the hash alone cannot stop (it has no key).
+    /// Recomputes a snapshot's chunk digests, their hash and the header CRC after its bytes
+    /// were changed: a forgery, which the hashes alone cannot stop (they have no key).
     private func reseal(_ path: String) {
         var image = readFile(path)
-        let page = IndexSnapshot.page
-        let digest = image.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[page...])) }
-        withUnsafeBytes(of: digest.littleEndian) { image.replaceSubrange(80..<88, with: $0) }
-        let crc = image.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(page - 4)])) }
-        withUnsafeBytes(of: crc.littleEndian) { image.replaceSubrange((page - 4)..<page, with: $0) }
+        #expect(IndexSnapshot.reseal(&image))
         writeFile(path, image)
     }
 
@@ -271,14 +267,19 @@ struct HostileBytesTests {
         }
     }
 
+    /// `deferred`: the open defers the restore (`CacheEngine+DeferredRestore`), gets come from
+    /// the mapped file (each number bounded) until `totals()` restores it; otherwise an entry
+    /// that has expired by the reopen makes the open restore at once.
     @Test("a forged snapshot whose records do not agree with each other is not used; the journal is replayed",
-          arguments: SnapshotForgery.allCases)
-    func forgedSnapshotStructure(_ forgery: SnapshotForgery) throws {
+          arguments: SnapshotForgery.allCases, [false, true])
+    func forgedSnapshotStructure(_ forgery: SnapshotForgery, deferred: Bool) throws {
         let dir = TemporaryDirectory()
         let root = dir.appending("cache")
-        let configuration = BlobCache.Configuration.testing { $0.snapshotThreshold = 0 }
+        let clock = ManualClock()
+        let configuration = BlobCache.Configuration.testing(clock: clock) { $0.snapshotThreshold = 0 }
         let cache = try BlobCache(directory: root, configuration: configuration)
         for n in 0..<20 { try cache.set(Samples.random(300, seed: UInt64(n)), forKey: "k\(n)") }
+        try cache.set([1], forKey: "short-lived", expiry: .after(.seconds(60)))
         try cache.close()
         let path = root + "/index"
         guard case .success(let header) = readFile(path).withUnsafeBytes({ IndexSnapshot.parseHeader($0) }) else {
@@ -288,10 +289,13 @@ struct HostileBytesTests {
         let (offset, bytes) = forgery.patch(header)
         patchFile(path, at: offset, bytes)
         reseal(path)
+        if !deferred { clock.advance(by: .seconds(61)) }
         let reopened = try BlobCache(directory: root, configuration: configuration)
-        #expect(reopened.openReport.restoredFromSnapshot == (forgery == .nothing))
+        #expect(reopened.state.withLock { $0?.pendingRestore != nil } == deferred)
+        #expect(reopened.openReport.restoredFromSnapshot == (deferred || forgery == .nothing))
         for n in 0..<20 { #expect(same(try reopened.bytes(forKey: "k\(n)"), Samples.random(300, seed: UInt64(n)))) }
-        #expect(try reopened.totals().entries == 20)
+        #expect(try reopened.totals().entries == (deferred ? 21 : 20))
+        #expect(FileManager.default.fileExists(atPath: path) == (forgery == .nothing))
         #expect(try reopened.entries().allSatisfy { ["none", "lz4", "zlib"].contains($0.codec) })
         try reopened.close()
     }

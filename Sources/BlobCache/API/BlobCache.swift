@@ -1,4 +1,5 @@
 import SystemPackage
+import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -53,6 +54,9 @@ public final class BlobCache: Sendable {
     let openConfiguration: Configuration
     /// `statistics()` after `close()`: the figures at the close.
     let finalStatistics = Locked(Statistics(sinceOpen: Counters(), lifetime: Counters()))
+    /// Whether a get may still find the restore deferred (`CacheEngine.readBeforeRestore`):
+    /// cleared by the first get that finds it done, so later gets take the lock once.
+    let mayReadBeforeRestore = Atomic(false)
 
     /// Keys are non-empty, at most this many bytes of UTF-8, and do not start with U+0000.
     public static let maxKeyBytes = 1 << 20
@@ -75,6 +79,7 @@ public final class BlobCache: Sendable {
                                   io: FileIO(configuration.fileSystem, sharedWithGroup: configuration.shareWithGroup))
         let io = FileIO(configuration.fileSystem).matchingAccess(of: files.root)
         let lock = try DirectoryLock.open(files, io: io, timeout: configuration.lockTimeout)
+        var deferred = false
         do {
             let (engine, report) = try lock.withExclusive {
                 let alone = lock.isAlone
@@ -89,6 +94,7 @@ public final class BlobCache: Sendable {
             engine.memory = MemoryTier(limit: configuration.memoryLimit)
             engine.changeHub = changeHub
             engine.telemetry = telemetry
+            deferred = engine.pendingRestore != nil
             self.state = Locked(engine)
             self.openReport = report
             self.pipeline = engine.pipeline
@@ -107,6 +113,7 @@ public final class BlobCache: Sendable {
             RemoteTier(store: $0, backoff: configuration.remoteBackoff, queueLimit: configuration.remoteQueueLimit,
                        codec: configuration.codec, clock: configuration.clock, logger: configuration.logger)
         }
+        mayReadBeforeRestore.store(deferred, ordering: .relaxed)
         telemetry.logOpen(openReport, directory: directory)
     }
 
@@ -149,9 +156,18 @@ public final class BlobCache: Sendable {
     func bytes(forRawKey key: String) throws -> [UInt8]? {
         let start = telemetry.startTime
         defer { telemetry.finished(set: false, key: key, since: start) }
-        guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else {
-            return remote == nil ? nil : try remoteValue(forRawKey: key)
+        let ticket: CacheEngine.ReadTicket?
+        // Straight after an open, from the snapshot it has not restored yet, when it can.
+        let early = mayReadBeforeRestore.load(ordering: .relaxed)
+            ? try withOpenEngine(restoringFirst: false, { try $0.readBeforeRestore(key: key) }) : .needsIndex
+        switch early {
+        case .found(let found): ticket = found
+        case .absent: ticket = nil
+        case .needsIndex, .restored:
+            if case .restored = early { mayReadBeforeRestore.store(false, ordering: .relaxed) }
+            ticket = try perform(reader: true, { try $0.beginRead(key: key) })
         }
+        guard let ticket else { return remote == nil ? nil : try remoteValue(forRawKey: key) }
         return try finishRead(ticket, key: key)
     }
 
@@ -268,9 +284,16 @@ public final class BlobCache: Sendable {
             // After a failed journal write there is nothing safe to add: reopening replays the
             // journal as it stands.
             guard open.journal.failure == nil else { return }
-            try open.exclusively {
-                try open.persistRecency()
-                try? open.compactJournalIfRedundant()
+            // A restore still deferred stays so when no other open changed anything: closing
+            // after a few gets does not read the whole snapshot.
+            try open.exclusively(keepingDeferredRestore: true) {
+                if open.pendingRestore != nil {
+                    open.journalReadsBeforeRestore()
+                    try open.journal.flush()
+                } else {
+                    try open.persistRecency()
+                    try? open.compactJournalIfRedundant()
+                }
                 try open.journal.sync()
                 open.writeSnapshotIfWorthIt()
                 try? open.saveCounters()
@@ -327,11 +350,13 @@ public final class BlobCache: Sendable {
         try withOpenEngine { engine in try engine.read { try body(engine) } }
     }
 
-    /// Runs `body` on the open engine under the lock only (for this open's own settings).
-    func withOpenEngine<T>(_ body: (CacheEngine) throws -> T) throws -> T {
+    /// Runs `body` on the open engine under the lock only (for this open's own settings), its
+    /// index restored first unless `restoringFirst` is false (`CacheEngine.readBeforeRestore`).
+    func withOpenEngine<T>(restoringFirst: Bool = true, _ body: (CacheEngine) throws -> T) throws -> T {
         try state.withLock { engine in
             guard let engine else { throw BlobCacheError.closed }
             if let failure = engine.journal.failure { throw failure }
+            if restoringFirst { try engine.finishRestoring() }
             // Published before the lock goes, so consumers get changes in the order they were made.
             defer { if !engine.madeChanges.isEmpty { publishChanges(of: engine) } }
             return try body(engine)

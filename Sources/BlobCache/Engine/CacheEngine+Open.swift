@@ -31,6 +31,7 @@ extension CacheEngine {
         var journal: JournalFile?
         var rebuild: String?
         var snapshotCoverage: Int64?
+        var pending: PendingRestore?
         if let fd = try io.openIfExists(journalPath, .readWrite) {
             let image = try io.read(fd, count: JournalFormat.headerSize, at: 0, path: journalPath)
             let header = image.withUnsafeBytes { JournalFormat.decodeHeader($0) }
@@ -47,27 +48,65 @@ extension CacheEngine {
                     throw error
                 }
                 let fileSize = try io.fileSize(fd, path: journalPath)
-                // With a snapshot that matches, only the records after it are read and replayed.
-                var start = Int64(JournalFormat.headerSize), priorRecords = 0
-                if let snapshot = try restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize,
-                                                          cipher: cipher) {
-                    index = snapshot.index
-                    start = snapshot.header.journalLength
-                    priorRecords = snapshot.header.journalRecords
-                    snapshotCoverage = start
-                    report.restoredFromSnapshot = true
+                // With a snapshot that matches, only the records after it are read and replayed. A
+                // snapshot with a short journal after it may be restored later (`PendingRestore`):
+                // mapped without reading it all, the tail's records kept rather than applied.
+                var priorRecords = 0
+                let mayDefer = cipher == nil && !previousHolderCrashed
+                func defers(_ header: IndexSnapshot.Header) -> Bool {
+                    mayDefer && fileSize - header.journalLength <= PendingRestore.tailLimit
+                }
+                var snapshot = try mapSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize,
+                                               cipher: cipher, prefault: { !defers($0) })
+                var tail: [JournalRecord]?
+                if let mapped = snapshot {
+                    if defers(mapped.header) {
+                        tail = []
+                    } else if let restored = try restoreSnapshot(mapped, files: files, io: io) {
+                        index = restored
+                    } else {
+                        snapshot = nil
+                    }
                 }
                 // Read, or mapped when large: nothing is allocated for what a file merely claims.
-                let walk = try MappedFile.withContents(of: fd, from: start, size: fileSize, path: journalPath, io: io) { records in
-                    if !report.restoredFromSnapshot {
-                        // Size the index once for the records there are (a compacted journal has one per
-                        // entry), so replay never rehashes and the tables are not oversized.
-                        // (At most one per 83 bytes, the smallest set record: junk frames cannot inflate it.)
-                        index.reserveCapacity(min(JournalReader.countFrames(records: records), records.count / 83))
+                func replay(from start: Int64) throws -> (end: JournalReader.End, records: Int) {
+                    try MappedFile.withContents(of: fd, from: start, size: fileSize, path: journalPath, io: io) { records in
+                        if snapshot == nil {
+                            // Size the index once for the records there are (a compacted journal has one per
+                            // entry), so replay never rehashes and the tables are not oversized.
+                            // (At most one per 83 bytes, the smallest set record: junk frames cannot inflate it.)
+                            index.reserveCapacity(min(JournalReader.countFrames(records: records), records.count / 83))
+                        }
+                        return JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: cipher) { record, _ in
+                            guard tail == nil else {
+                                tail!.append(record)
+                                return true
+                            }
+                            return index.apply(record)
+                        }
                     }
-                    return JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: cipher) { record, _ in
-                        index.apply(record)
+                }
+                var walk = try replay(from: snapshot?.header.journalLength ?? Int64(JournalFormat.headerSize))
+                if let mapped = snapshot, let records = tail {
+                    tail = nil
+                    if walk.end == .clean, let deferred = PendingRestore(snapshot: mapped, tail: records, journalEnd: fileSize,
+                                                                          now: now, limits: limits, store: store) {
+                        pending = deferred
+                    } else if var restored = try restoreSnapshot(mapped, files: files, io: io),
+                              records.allSatisfy({ restored.apply($0) }) {
+                        index = restored
+                    } else {
+                        // The snapshot or a record after it fails: the whole journal, as without one.
+                        _ = try io.remove(files.snapshot)
+                        snapshot = nil
+                        index = CacheIndex()
+                        walk = try replay(from: Int64(JournalFormat.headerSize))
                     }
+                }
+                if let mapped = snapshot {
+                    priorRecords = mapped.header.journalRecords
+                    snapshotCoverage = mapped.header.journalLength
+                    report.restoredFromSnapshot = true
                 }
                 report.replayedRecords = walk.records
                 var size = fileSize
@@ -112,10 +151,16 @@ extension CacheEngine {
             try engine.compactJournal()
         }
         if previousHolderCrashed || report.recovery != .none { try engine.sweepStaleTemporaries() }
-        try engine.trimNewestSegment(alone: alone)
-        let evictionsBefore = engine.counters.evictions
-        report.expiredAtOpen = try engine.perform { engine.removeExpired() }
-        report.evictedAtOpen = engine.counters.evictions - evictionsBefore
+        if let pending {
+            // Nothing to trim, expire or evict (`PendingRestore`): a dead tail of the newest
+            // segment stays for pack collection.
+            engine.pendingRestore = pending
+        } else {
+            try engine.trimNewestSegment(alone: alone)
+            let evictionsBefore = engine.counters.evictions
+            report.expiredAtOpen = try engine.perform { engine.removeExpired() }
+            report.evictedAtOpen = engine.counters.evictions - evictionsBefore
+        }
         engine.counters = BlobCache.Counters()
         // Whatever open changed, every other open catches up at its next operation.
         engine.sequence = sequence

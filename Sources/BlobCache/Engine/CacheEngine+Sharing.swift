@@ -33,6 +33,7 @@ extension CacheEngine {
     /// Runs `body` (which must not write, or throws `NeedsLock` before it does) without the
     /// flock when the index is current, else under it.
     func read<T>(_ body: () throws -> T) throws -> T {
+        try finishRestoring()
         if !holdsLock, !pendingAccessesDue, isCurrent || catchUpWithoutLock() {
             do { return try body() } catch is NeedsLock {}
         }
@@ -70,13 +71,19 @@ extension CacheEngine {
     /// while it runs (a read elsewhere then takes the flock and waits) and ends 2 higher when
     /// the journal changed, so every other open catches up at its next operation. Pending
     /// records are written before the flock goes: none may outlive it (another open appends next).
-    func exclusively<T>(_ body: () throws -> T) throws -> T {
+    /// `keepingDeferredRestore`: a deferred restore (`pendingRestore`) stays deferred when no
+    /// other open changed anything (the catch-up then needs no index), for a `body` that does
+    /// not use the index; otherwise it is finished first, before the catch-up.
+    func exclusively<T>(keepingDeferredRestore: Bool = false, _ body: () throws -> T) throws -> T {
         if holdsLock { return try body() }
         try lock.hold()
         holdsLock = true
         defer {
             holdsLock = false
             lock.release()
+        }
+        if pendingRestore != nil, !keepingDeferredRestore || sequence?.value != checkedSequence || checkedSequence == nil {
+            try finishRestoring()
         }
         let catchUpCut = try catchUp()
         let before = (file: ObjectIdentifier(journal.file), size: journal.size)
@@ -95,6 +102,7 @@ extension CacheEngine {
             checkedSequence = failed ? nil : appliedSequence
         }
         try writePendingAccesses()
+        if pendingOpenChecks { try perform { try finishOpenChecks() } }
         let result = Result { try body() }
         if journal.hasPending && journal.failure == nil { try journal.flush() }
         return try result.get()

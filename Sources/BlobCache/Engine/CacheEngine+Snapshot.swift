@@ -1,29 +1,47 @@
 import SystemPackage
 
 extension CacheEngine {
-    /// The index restored from `DIR/index` when it reflects a prefix of the journal whose salt
+    /// `DIR/index` mapped, when its header says it reflects a prefix of the journal whose salt
     /// is `journalSalt` and size `journalSize`; otherwise `nil`, and a snapshot that cannot be
     /// used is deleted (so that a journal growing past it later cannot make it look current).
-    /// `cipher`: the snapshot is sealed (encryption).
-    static func restoreSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64, cipher: CacheCipher?)
-        throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
+    /// `cipher`: the snapshot is sealed (encryption). `prefault`: whether its pages are read in
+    /// at once (for a restore now), given the header.
+    static func mapSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64, cipher: CacheCipher?,
+                            prefault: (IndexSnapshot.Header) -> Bool) throws -> (file: MappedFile, header: IndexSnapshot.Header)? {
         let path = files.snapshot
         let opened: Result<(file: MappedFile, header: IndexSnapshot.Header), BlobDamage>?
         do {
-            opened = try IndexSnapshot.map(path, io: io, journalSize: journalSize, cipher: cipher)
+            opened = try IndexSnapshot.map(path, io: io, journalSize: journalSize, cipher: cipher, prefault: prefault)
         } catch {
             return nil   // unreadable now (say, out of address space): replay, keep the file
         }
         guard let opened else { return nil }
-        let restored = { () -> (CacheIndex, IndexSnapshot.Header)? in
-            guard case .success(let (file, header)) = opened,
-                  header.journalSalt == journalSalt,
-                  header.journalLength >= Int64(JournalFormat.headerSize), header.journalLength <= journalSize,
-                  let index = IndexSnapshot.restore(file, header: header) else { return nil }
-            return (index, header)
-        }()
-        if restored == nil { _ = try io.remove(path) }
-        return restored
+        guard case .success(let (file, header)) = opened, header.journalSalt == journalSalt,
+              header.journalLength >= Int64(JournalFormat.headerSize), header.journalLength <= journalSize else {
+            _ = try io.remove(path)
+            return nil
+        }
+        return (file, header)
+    }
+
+    /// `mapSnapshot` then `restoreSnapshot`: the index `DIR/index` holds, restored now.
+    static func restoreSnapshot(files: CacheFiles, io: FileIO, journalSalt: UInt64, journalSize: Int64, cipher: CacheCipher?)
+        throws -> (index: CacheIndex, header: IndexSnapshot.Header)? {
+        guard let snapshot = try mapSnapshot(files: files, io: io, journalSalt: journalSalt, journalSize: journalSize,
+                                             cipher: cipher, prefault: { _ in true }),
+              let index = try restoreSnapshot(snapshot, files: files, io: io) else { return nil }
+        return (index, snapshot.header)
+    }
+
+    /// The index a mapped snapshot holds (`IndexSnapshot.restore`); `nil` when it fails its
+    /// checks, and then the file is deleted.
+    static func restoreSnapshot(_ snapshot: (file: MappedFile, header: IndexSnapshot.Header), files: CacheFiles,
+                                io: FileIO) throws -> CacheIndex? {
+        guard let index = IndexSnapshot.restore(snapshot.file, header: snapshot.header) else {
+            _ = try io.remove(files.snapshot)
+            return nil
+        }
+        return index
     }
 
     /// Writes `DIR/index` for the journal as it stands (flushed), when the journal has grown
@@ -33,7 +51,8 @@ extension CacheEngine {
     /// loses nothing.
     func writeSnapshotIfWorthIt() {
         let covered = snapshotCoverage ?? Int64(JournalFormat.headerSize)
-        guard journal.failure == nil, journal.size - covered >= snapshotThreshold else { return }
+        // Not while the restore is deferred: the snapshot and the short journal after it stand.
+        guard pendingRestore == nil, journal.failure == nil, journal.size - covered >= snapshotThreshold else { return }
         let plain = IndexSnapshot.encode(index, journalSalt: journal.header.salt, journalLength: journal.size,
                                          journalRecords: journal.recordCount)
         let image = journal.cipher.map { IndexSnapshot.seal(plain, cipher: $0) } ?? plain

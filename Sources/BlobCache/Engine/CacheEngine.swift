@@ -13,7 +13,25 @@ final class CacheEngine: @unchecked Sendable {
     let files: CacheFiles
     let io: FileIO
     let pipeline: BlobPipeline
-    var index = CacheIndex()
+    /// The index; while an open's restore is deferred (`pendingRestore`), the first use
+    /// restores it (an operation that can report a failure calls `finishRestoring()` first).
+    var index: CacheIndex {
+        _read {
+            if pendingRestore != nil { restoreNow() }
+            yield restoredIndex
+        }
+        _modify {
+            if pendingRestore != nil { restoreNow() }
+            yield &restoredIndex
+        }
+    }
+    /// The index itself: only `index` and `CacheEngine+DeferredRestore` use it.
+    var restoredIndex = CacheIndex()
+    /// The snapshot an open mapped but has not restored yet (`CacheEngine+DeferredRestore`).
+    var pendingRestore: PendingRestore?
+    /// A deferred restore fell back to replaying the journal: the open's checks (entries past
+    /// the newest segment's end, expired entries) run at the next operation under the flock.
+    var pendingOpenChecks = false
     let store: BlobStore
     var journal: JournalFile
     var limits: BlobCache.Limits

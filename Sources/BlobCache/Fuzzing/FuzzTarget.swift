@@ -166,22 +166,24 @@ enum FuzzTarget: String, CaseIterable, Sendable {
 
     // MARK: Snapshot
 
-    /// A snapshot image restored as an open restores it, then used. Sealed: the header CRC and
-    /// body hash are recomputed over the input first (a forgery), so the consistency checks
-    /// alone stand between the bytes and the index.
+    /// A snapshot image looked up in before a restore, restored as an open restores it, then
+    /// used. Sealed: the chunk digests, their hash and the header CRC are recomputed over the
+    /// input first (a forgery), so the bounds and consistency checks alone stand between the
+    /// bytes and the index.
     private static func snapshot(_ input: UnsafeRawBufferPointer, sealed: Bool) {
         var image = Array(input)
-        let page = IndexSnapshot.page
-        if sealed {
-            guard image.count >= page else { return }
-            let digest = image.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[page...])) }
-            image.withUnsafeMutableBytes { $0.storeBytes(of: digest.littleEndian, toByteOffset: 80, as: UInt64.self) }
-            let crc = image.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(page - 4)])) }
-            image.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self) }
-        }
+        if sealed { guard IndexSnapshot.reseal(&image) else { return } }
         guard case .success(let header) = image.withUnsafeBytes({ IndexSnapshot.parseHeader($0) }),
-              let file = image.withUnsafeBytes({ MappedFile(copying: $0) }),
-              var index = IndexSnapshot.restore(file, header: header) else { return }
+              let file = image.withUnsafeBytes({ MappedFile(copying: $0) }) else { return }
+        if var lookup = SnapshotLookup(file: file, header: header) {
+            // Keys that may be there: pieces of the key section, and two that likely are not.
+            let keys = file.bytes[header.keysOffset..<min(header.keysOffset + header.keyBytes, header.digestsOffset)]
+            for length in [0, 1, 3, 8, 40] where length <= keys.count {
+                _ = lookup.find(UnsafeRawBufferPointer(rebasing: keys.prefix(length)))
+            }
+            _ = Array("key".utf8).withUnsafeBytes { lookup.find($0) }
+        }
+        guard var index = IndexSnapshot.restore(file, header: header) else { return }
         exercise(&index)
     }
 }

@@ -242,21 +242,24 @@ struct CacheIndex {
     /// records may be damaged while their hash is still being checked).
     private static func plausibleBlobs(_ blobs: FlatArray<Blob>) -> Bool {
         blobs.withUnsafeBufferPointer { blobs in
-            // The codec byte read as a byte, before the record is read as a `Blob`: a `CodecTag`
-            // holding another value is not one.
-            let codecOffset = MemoryLayout<Blob>.offset(of: \Blob.codec)!
             let raw = UnsafeRawBufferPointer(blobs)
-            for slot in blobs.indices {
-                guard CodecTag(rawValue: raw[slot * MemoryLayout<Blob>.stride + codecOffset]) != nil else { return false }
-                let blob = blobs[slot]
-                guard blob.rawLength >= 0, blob.rawLength <= BlobInfo.maxLength,
-                      blob.payloadLength >= 0, blob.payloadLength <= BlobInfo.maxLength,
-                      blob.segment == Blob.loose
-                        || (PackFormat.isValidSegmentNumber(blob.segment) && blob.offset <= UInt64(Int32.max) * 16)
-                else { return false }
-            }
-            return true
+            return blobs.indices.allSatisfy { plausibleBlob(at: $0 * MemoryLayout<Blob>.stride, in: raw) != nil }
         }
+    }
+
+    /// The blob record at byte `offset` of `bytes` (which must hold it), when it has lengths, a
+    /// segment number and an offset that a store could have written; else `nil`.
+    static func plausibleBlob(at offset: Int, in bytes: UnsafeRawBufferPointer) -> Blob? {
+        // The codec byte read as a byte, before the record is read as a `Blob`: a `CodecTag`
+        // holding another value is not one.
+        guard CodecTag(rawValue: bytes[offset + MemoryLayout<Blob>.offset(of: \Blob.codec)!]) != nil else { return nil }
+        let blob = bytes.loadUnaligned(fromByteOffset: offset, as: Blob.self)
+        guard blob.rawLength >= 0, blob.rawLength <= BlobInfo.maxLength,
+              blob.payloadLength >= 0, blob.payloadLength <= BlobInfo.maxLength,
+              blob.segment == Blob.loose
+                || (PackFormat.isValidSegmentNumber(blob.segment) && blob.offset <= UInt64(Int32.max) * 16)
+        else { return nil }
+        return blob
     }
 
     /// What restored entries add up to, after checking that every entry names a blob and a key

@@ -7,9 +7,14 @@ import Glibc
 /// given length of journal, laid out as it lies in memory, so that open maps the file and uses
 /// it in place, then replays only the journal after that length.
 /// Derived data: whatever is wrong with it, open falls back to replaying the whole journal.
+/// Its body is checked in 16 KiB chunks, each with its own digest, so that a lookup before the
+/// restore (`SnapshotLookup`) checks only the chunks it reads.
 enum IndexSnapshot {
     static let magic: [UInt8] = Array("BCIX".utf8)
-    static let version: UInt32 = 1
+    /// 2: chunk digests, and the totals an open needs before restoring (expiry, bytes, newest segment).
+    static let version: UInt32 = 2
+    /// Bytes of body each digest covers (the last chunk may be shorter).
+    static let chunkSize = 16 << 10
     /// The header takes the first page; every section starts on a page boundary, so that each
     /// can be used where it is mapped.
     static let page = 4096
@@ -28,8 +33,16 @@ enum IndexSnapshot {
         let keyBytes: Int
         let oldest: Int32
         let newest: Int32
-        /// XXH64 of everything after the header page.
+        /// XXH64 of the chunk digests, which cover everything between the header page and them.
         let bodyDigest: UInt64
+        /// No entry expires before this time (`Int64.max` with no entries).
+        let earliestExpiry: Int64
+        /// Every blob's footprint, summed (what the byte cap counts).
+        let storedBytes: Int
+        /// The highest pack segment number any blob lies in (`CacheIndex.Blob.loose`: none), and
+        /// the end of the furthest record in it: what the open may trim that segment back to.
+        let lastSegment: UInt32
+        let lastSegmentEnd: Int64
 
         var keyBuckets: Int { SlotTable.size(forCapacity: entryCount) }
         var blobBuckets: Int { SlotTable.size(forCapacity: blobCount) }
@@ -38,7 +51,10 @@ enum IndexSnapshot {
         var keysOffset: Int { pageAligned(blobsOffset + blobCount * MemoryLayout<CacheIndex.Blob>.stride) }
         var keyTableOffset: Int { pageAligned(keysOffset + keyBytes) }
         var blobTableOffset: Int { pageAligned(keyTableOffset + bucketSize * keyBuckets) }
-        var fileSize: Int { blobTableOffset + bucketSize * blobBuckets }
+        /// Where the chunk digests start: the end of the body they cover.
+        var digestsOffset: Int { pageAligned(blobTableOffset + bucketSize * blobBuckets) }
+        var chunkCount: Int { (digestsOffset - page + chunkSize - 1) / chunkSize }
+        var fileSize: Int { digestsOffset + 8 * chunkCount }
         private var bucketSize: Int { MemoryLayout<SlotTable.Bucket>.stride }
     }
 
@@ -79,10 +95,13 @@ enum IndexSnapshot {
         for (number, blob) in blobs.enumerated() {
             blobTable.insert(Int32(number), hash: KeyHash.hash(blob.id, seed: index.seed))
         }
+        let (lastSegment, lastSegmentEnd) = Self.lastSegment(of: index)
         let header = Header(seed: index.seed, journalSalt: journalSalt, journalLength: journalLength,
                             journalRecords: journalRecords, entryCount: entries.count, blobCount: blobs.count,
                             keyBytes: keys.count, oldest: firstUnpinned < order.count ? Int32(firstUnpinned) : -1,
-                            newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyDigest: 0)
+                            newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyDigest: 0,
+                            earliestExpiry: entries.lazy.map(\.expiry).min() ?? Int64.max, storedBytes: index.storedBytes,
+                            lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd)
         var file = [UInt8](repeating: 0, count: header.fileSize)
         file.withUnsafeMutableBytes { out in
             func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
@@ -93,12 +112,74 @@ enum IndexSnapshot {
             keys.withUnsafeBytes { put($0, at: header.keysOffset) }
             keyTable.withSavedBuckets { put($0, at: header.keyTableOffset) }
             blobTable.withSavedBuckets { put($0, at: header.blobTableOffset) }
-            encodeHeader(header, bodyDigest: XXHash64.hash(UnsafeRawBufferPointer(rebasing: out[page...])), into: out)
+            encodeHeader(header, bodyDigest: writeDigests(into: out, header: header), into: out)
         }
         return file
     }
 
-    private static func encodeHeader(_ header: Header, bodyDigest: UInt64, into out: UnsafeMutableRawBufferPointer) {
+    /// Writes the chunk digests of the image `out` laid out as `header` says; returns their hash.
+    private static func writeDigests(into out: UnsafeMutableRawBufferPointer, header: Header) -> UInt64 {
+        for chunk in 0..<header.chunkCount {
+            out.storeBytes(of: chunkDigest(UnsafeRawBufferPointer(out), chunk: chunk, header: header).littleEndian,
+                           toByteOffset: header.digestsOffset + 8 * chunk, as: UInt64.self)
+        }
+        return XXHash64.hash(UnsafeRawBufferPointer(rebasing: out[header.digestsOffset...]))
+    }
+
+    /// Makes every checksum of `image` match its bytes again (digests, their hash, the header
+    /// CRC), as a forger without a key could; `false` when its header does not parse even then.
+    /// For tests and fuzzing: the consistency checks alone must then refuse what is wrong.
+    static func reseal(_ image: inout [UInt8]) -> Bool {
+        guard image.count >= page else { return false }
+        func sealHeader() {
+            let crc = image.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(page - 4)])) }
+            image.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self) }
+        }
+        sealHeader()
+        guard case .success(let header) = image.withUnsafeBytes({ parseHeader($0) }) else { return false }
+        image.withUnsafeMutableBytes { out in
+            out.storeBytes(of: writeDigests(into: out, header: header).littleEndian, toByteOffset: 80, as: UInt64.self)
+        }
+        sealHeader()
+        return true
+    }
+
+    /// The highest segment number a blob of `index` lies in (`CacheIndex.Blob.loose`: none) and
+    /// the end of the furthest record in it.
+    static func lastSegment(of index: CacheIndex) -> (number: UInt32, end: Int64) {
+        var last = (number: CacheIndex.Blob.loose, end: Int64(0))
+        index.forEachBlob { blob in
+            guard blob.segment != CacheIndex.Blob.loose else { return }
+            let end = Int64(blob.offset) + Int64(blob.info.footprint)
+            if last.number == CacheIndex.Blob.loose || blob.segment > last.number {
+                last = (blob.segment, end)
+            } else if blob.segment == last.number {
+                last.end = max(last.end, end)
+            }
+        }
+        return last
+    }
+
+    /// The digest of body chunk `chunk` of the snapshot image `image`: XXH64 seeded with the
+    /// chunk's number (so that chunks cannot trade places).
+    static func chunkDigest(_ image: UnsafeRawBufferPointer, chunk: Int, header: Header) -> UInt64 {
+        let start = page + chunk * chunkSize
+        return XXHash64.hash(UnsafeRawBufferPointer(rebasing: image[start..<min(start + chunkSize, header.digestsOffset)]),
+                             seed: UInt64(chunk))
+    }
+
+    /// Whether every chunk of `image` matches its digest and the digests their hash in the header.
+    static func bodyIsIntact(_ image: UnsafeRawBufferPointer, header: Header) -> Bool {
+        guard XXHash64.hash(UnsafeRawBufferPointer(rebasing: image[header.digestsOffset...])) == header.bodyDigest else {
+            return false
+        }
+        return (0..<header.chunkCount).allSatisfy { chunk in
+            chunkDigest(image, chunk: chunk, header: header)
+                == UInt64(littleEndian: image.loadUnaligned(fromByteOffset: header.digestsOffset + 8 * chunk, as: UInt64.self))
+        }
+    }
+
+    static func encodeHeader(_ header: Header, bodyDigest: UInt64, into out: UnsafeMutableRawBufferPointer) {
         for (index, byte) in magic.enumerated() { out[index] = byte }
         out.storeBytes(of: version.littleEndian, toByteOffset: 4, as: UInt32.self)
         let words: [UInt64] = [
@@ -109,6 +190,10 @@ enum IndexSnapshot {
         out.storeBytes(of: header.oldest.littleEndian, toByteOffset: 72, as: Int32.self)
         out.storeBytes(of: header.newest.littleEndian, toByteOffset: 76, as: Int32.self)
         out.storeBytes(of: bodyDigest.littleEndian, toByteOffset: 80, as: UInt64.self)
+        out.storeBytes(of: header.earliestExpiry.littleEndian, toByteOffset: 88, as: Int64.self)
+        out.storeBytes(of: UInt64(header.storedBytes).littleEndian, toByteOffset: 96, as: UInt64.self)
+        out.storeBytes(of: header.lastSegment.littleEndian, toByteOffset: 104, as: UInt32.self)
+        out.storeBytes(of: header.lastSegmentEnd.littleEndian, toByteOffset: 112, as: Int64.self)
         let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<(page - 4)]))
         out.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self)
     }
@@ -122,8 +207,9 @@ enum IndexSnapshot {
     /// it reflects more journal than there is).
     /// With `cipher`, the file is a sealed image (`seal(_:cipher:)`): read, opened and
     /// copied into anonymous memory, then used the same way.
-    static func map(_ path: CachePath, io: FileIO, journalSize: Int64,
-                    cipher: CacheCipher?) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
+    /// `prefault`: whether the pages are read in at once, given the header (else as used).
+    static func map(_ path: CachePath, io: FileIO, journalSize: Int64, cipher: CacheCipher?,
+                    prefault: (Header) -> Bool = { _ in true }) throws -> Result<(file: MappedFile, header: Header), BlobDamage>? {
         if let cipher { return try mapSealed(path, io: io, journalSize: journalSize, cipher: cipher) }
         guard let fd = try io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
@@ -135,7 +221,7 @@ enum IndexSnapshot {
             guard header.journalLength <= journalSize else {
                 return .failure(.sizeMismatch("reflects \(header.journalLength) bytes of journal, which has \(journalSize)"))
             }
-            guard let file = try MappedFile(fd, count: size, path: path, io: io, forReadingOnly: false) else {
+            guard let file = try MappedFile(fd, count: size, path: path, io: io, forReadingOnly: false, prefault: prefault(header)) else {
                 return .failure(.truncated("snapshot is empty"))
             }
             return .success((file, header))
@@ -218,12 +304,21 @@ enum IndexSnapshot {
               word(5) <= word(4), word(6) <= word(5), word(7) <= UInt64(journalLength) else {
             return .failure(.header("counts the journal it reflects cannot hold"))
         }
+        func int64(_ offset: Int) -> Int64 { Int64(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: Int64.self)) }
+        let storedBytes = int64(96), lastSegmentEnd = int64(112)
+        let lastSegment = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 104, as: UInt32.self))
+        guard storedBytes >= 0, storedBytes <= Int64(CacheIndex.maxTotalBytes), lastSegmentEnd >= 0,
+              lastSegmentEnd <= Int64(Int32.max) * 16 + Int64(BlobInfo.maxLength),
+              lastSegment == CacheIndex.Blob.loose || PackFormat.isValidSegmentNumber(lastSegment) else {
+            return .failure(.header("impossible totals"))
+        }
         let header = Header(
             seed: word(1), journalSalt: word(2), journalLength: Int64(bitPattern: word(3)),
             journalRecords: Int(word(4)), entryCount: Int(word(5)), blobCount: Int(word(6)), keyBytes: Int(word(7)),
             oldest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 72, as: Int32.self)),
             newest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 76, as: Int32.self)),
-            bodyDigest: UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt64.self)))
+            bodyDigest: UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt64.self)),
+            earliestExpiry: int64(88), storedBytes: Int(storedBytes), lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd)
         let fileSize = fileSize ?? image.count
         guard fileSize == header.fileSize else {
             return .failure(.truncated("snapshot has \(fileSize) bytes, its header says \(header.fileSize)"))
@@ -233,11 +328,11 @@ enum IndexSnapshot {
 
     /// The index held by a mapped snapshot whose header parsed as `header`, used where it lies.
     /// Three pieces of work share the cores: the records checked and their totals summed (the
-    /// longest), the body hashed (XXH64), and the two tables checked; `nil` when the hash
-    /// differs or the parts do not make a consistent index.
+    /// longest), the body's chunks hashed (XXH64), and the two tables checked; `nil` when a
+    /// digest differs, the parts do not make a consistent index, or it does not have the totals
+    /// the header gave (which an open may have acted on before restoring).
     static func restore(_ file: MappedFile, header: Header) -> CacheIndex? {
-        let body = UnsafeRawBufferPointer(rebasing: file.bytes[page...])
-        var digest: UInt64 = 0
+        var intact = false
         var index: CacheIndex?
         var tables: (keys: SlotTable, blobs: SlotTable)?
         // The longest first: with two cores, whichever of the others ends first takes the third.
@@ -249,7 +344,7 @@ enum IndexSnapshot {
                     keyArena: FlatArray(mapping: file, offset: header.keysOffset, count: header.keyBytes),
                     oldest: header.oldest, newest: header.newest))
             },
-            { digest = XXHash64.hash(body) },
+            { intact = bodyIsIntact(file.bytes, header: header) },
             {
                 guard let keys = SlotTable(buckets: FlatArray(mapping: file, offset: header.keyTableOffset, count: header.keyBuckets),
                                            slotCount: header.entryCount),
@@ -258,7 +353,9 @@ enum IndexSnapshot {
                 tables = (keys, blobs)
             },
         ])
-        guard digest == header.bodyDigest, var index, let tables, index.adopt(keyTable: tables.keys, blobTable: tables.blobs) else {
+        guard intact, var index, let tables, index.adopt(keyTable: tables.keys, blobTable: tables.blobs),
+              index.storedBytes == header.storedBytes, index.earliestExpiry >= header.earliestExpiry,
+              lastSegment(of: index) == (header.lastSegment, header.lastSegmentEnd) else {
             return nil
         }
         return index

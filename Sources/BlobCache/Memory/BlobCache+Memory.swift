@@ -9,7 +9,9 @@ extension BlobCache {
     /// Offers a value just read from disk to the memory tier (kept only while its blob is stored).
     func remember(_ value: [UInt8], id: BlobID) {
         state.withLock { engine in
-            guard let engine, engine.memory.admits(size: value.count), engine.index.blob(id) != nil else { return }
+            // Before the restore nothing can have been removed since the read began.
+            guard let engine, engine.memory.admits(size: value.count),
+                  engine.pendingRestore != nil || engine.index.blob(id) != nil else { return }
             engine.memory.insert(value, for: id)
         }
     }
@@ -34,7 +36,7 @@ extension CacheEngine {
     /// `beginRead(key:)` for a key whose value the memory tier holds, when that needs no file
     /// I/O and no flock: the index current, the entry unexpired, no accesses due for the journal.
     func rememberedValue(forKey key: String) -> [UInt8]? {
-        guard !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, !isOverNamespaceLimits,
+        guard pendingRestore == nil, !holdsLock, isCurrent, !pendingAccessesDue, !isOverLimits, !isOverNamespaceLimits,
               let slot = slot(of: key) else { return nil }
         let entry = index.entry(at: slot), time = now()
         guard entry.expiry > time, memory.contains(index.blob(at: entry.blob).id) else { return nil }

@@ -25,10 +25,11 @@ final class MappedFile {
         try self.init(fd, count: Int(try io.fileSize(fd, path: path)), path: path, io: io, forReadingOnly: forReadingOnly)
     }
 
-    /// Maps the first `count` bytes of the open file `fd`; `nil` when `count` is 0.
-    init?(_ fd: FileDescriptor, count size: Int, path: CachePath, io: FileIO, forReadingOnly: Bool) throws {
+    /// Maps the first `count` bytes of the open file `fd`; `nil` when `count` is 0. Writable
+    /// pages are prefaulted unless `prefault` is false.
+    init?(_ fd: FileDescriptor, count size: Int, path: CachePath, io: FileIO, forReadingOnly: Bool, prefault: Bool = true) throws {
         guard size > 0 else { return nil }
-        let base = try io.map(fd, length: size, shared: false, populate: !forReadingOnly, path: path)
+        let base = try io.map(fd, length: size, shared: false, populate: !forReadingOnly && prefault, path: path)
         // Prefaulted read-only, then made writable: populating a writable private mapping
         // would copy every page up front; this way only pages that are written get copied.
         guard forReadingOnly || mprotect(base, size, PROT_READ | PROT_WRITE) == 0 else {
