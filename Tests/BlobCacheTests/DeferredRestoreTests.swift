@@ -182,6 +182,25 @@ struct DeferredRestoreTests {
         #expect(try reopened.bytes(forKey: "from-first") == [1])
     }
 
+    @Test("a close while the restore is deferred, after another open rewrote the journal, restores first and loses nothing")
+    func closeAfterAnotherOpenRewrote() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        try populate(dir, clock: clock)
+        let first = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(try first.bytes(forKey: "key-1") == Self.value(1))
+        let second = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        try second.set([4, 2], forKey: "from-second")
+        try second.compact()
+        try second.close()
+        #expect(isDeferred(first))
+        try first.close()
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(try reopened.keys().count == 601)
+        #expect(try reopened.bytes(forKey: "from-second") == [4, 2])
+        #expect(try reopened.bytes(forKey: "key-1") == Self.value(1))
+    }
+
     @Test("restored at once: an encrypted cache, and a newest segment whose header a power cut lost")
     func notDeferred() throws {
         let dir = TemporaryDirectory()
