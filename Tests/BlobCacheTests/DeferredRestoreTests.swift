@@ -53,7 +53,8 @@ struct DeferredRestoreTests {
         let clock = ManualClock()
         try populate(dir, clock: clock)
         clock.advance(by: .seconds(1))
-        var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        // (A close that restored would write a new snapshot: any growth of the journal is enough.)
+        var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.snapshotThreshold = 0 })
         #expect(isDeferred(cache))
         _ = try cache.bytes(forKey: "key-1")   // the oldest unpinned entry, read before the restore
         let snapshot = readFile(dir.appending("index"))
@@ -229,6 +230,39 @@ struct DeferredRestoreTests {
         #expect(cache.openReport.restoredFromSnapshot)
         #expect(!isDeferred(cache))
         #expect(try cache.bytes(forKey: "key-3") == Self.value(3))
+    }
+
+    @Test("a snapshot whose header lies about expiry: the replay that replaces it removes the expired entries")
+    func checksAfterFallback() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        try populate(dir, clock: clock)   // 67 entries expire in an hour
+        var image = readFile(dir.appending("index"))
+        withUnsafeBytes(of: Int64.max.littleEndian) { image.replaceSubrange(88..<96, with: $0) }
+        #expect(IndexSnapshot.reseal(&image))
+        writeFile(dir.appending("index"), image)
+        clock.advance(by: .seconds(3601))
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(isDeferred(cache))
+        #expect(try cache.bytes(forKey: "key-9") == nil)   // expired: the entry itself says so
+        #expect(try cache.bytes(forKey: "key-1") == Self.value(1))
+        try cache.set([1], forKey: "new")
+        #expect(!isDeferred(cache))
+        #expect(cache.statistics().sinceOpen.expirations == 67)
+        #expect(try cache.totals().entries == 600 - 67 + 1)
+    }
+
+    @Test("reads before the restore wait for the journal no longer than other reads")
+    func recencyIsNotHeldBack() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        try populate(dir, clock: clock)
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(try cache.bytes(forKey: "key-1") == Self.value(1))
+        #expect(isDeferred(cache))
+        clock.advance(by: .seconds(61))   // past accessJournalInterval (60 s)
+        #expect(try cache.bytes(forKey: "key-2") == Self.value(2))
+        #expect(!isDeferred(cache))
     }
 
     @Test("a damaged snapshot and a damaged journal: the restore stops the cache, and the next open recovers")

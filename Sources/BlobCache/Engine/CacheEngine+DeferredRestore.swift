@@ -9,8 +9,10 @@ extension CacheEngine {
     /// The snapshot and journal tail of an open whose restore is deferred.
     final class PendingRestore {
         /// Journal bytes after the snapshot beyond which the open restores at once (the tail
-        /// is held as records until then).
-        static let tailLimit: Int64 = 1 << 20
+        /// is held as records until then): the default snapshot threshold, so that a run of
+        /// opens that only read (each close appends access records, none writes a snapshot)
+        /// soon meets an open that restores, whose close writes a new snapshot.
+        static let tailLimit: Int64 = 64 << 10
         /// Gets served before the restore; the next one restores (and applies their recency).
         static let readLimit = 256
 
@@ -108,7 +110,11 @@ extension CacheEngine {
     /// checked chunks; the read's recency is applied at the restore.
     func readBeforeRestore(key: String) throws -> EarlyRead {
         guard let pending = pendingRestore else { return .restored }
-        guard pending.reads.count < PendingRestore.readLimit, isCurrent, let found = pending.entry(forKey: key) else {
+        // Recency waits no longer than a read's would (`pendingAccessesDue`): once the oldest
+        // read is `accessJournalInterval` old, the restore queues them for the journal.
+        let (waited, overflow) = now().subtractingReportingOverflow(pending.reads.first?.time ?? Int64.max)
+        guard pending.reads.count < PendingRestore.readLimit, pending.reads.isEmpty || !overflow && waited < accessInterval,
+              isCurrent, let found = pending.entry(forKey: key) else {
             return .needsIndex
         }
         guard let found else {
@@ -148,7 +154,7 @@ extension CacheEngine {
            pending.tail.allSatisfy({ restored.apply($0) }) {
             index = restored
         } else {
-            _ = try? io.remove(files.snapshot)
+            removeSnapshot(ifStill: pending)
             snapshotCoverage = nil
             guard let replayed = try replayedIndex(upTo: pending.journalEnd) else {
                 throw BlobCacheError.needsReopen(path: files.root.string, reason: "the index snapshot and the journal do not agree")
@@ -182,9 +188,20 @@ extension CacheEngine {
     /// entries whose record lies past the newest segment's end dropped (nothing is cut: other
     /// opens may exist by now), expired entries removed. Runs under the flock, in `perform`.
     func finishOpenChecks() throws {
-        pendingOpenChecks = false
         try trimNewestSegment(alone: false)
         _ = removeExpired()
+        pendingOpenChecks = false
+    }
+
+    /// Deletes `DIR/index` when it is still the snapshot `pending` mapped (its header page the
+    /// same): without the flock, another open's close may have put a good one in its place.
+    private func removeSnapshot(ifStill pending: PendingRestore) {
+        let page = IndexSnapshot.page
+        guard let fd = try? io.openIfExists(files.snapshot) else { return }
+        let current = try? io.read(fd, count: page, at: 0, path: files.snapshot)
+        io.close(fd)
+        guard let current, current.elementsEqual(pending.file.bytes[0..<page]) else { return }
+        _ = try? io.remove(files.snapshot)
     }
 
     /// Ends a close while the restore is still deferred: the recency of the reads made before it

@@ -102,7 +102,8 @@ extension CacheEngine {
             checkedSequence = failed ? nil : appliedSequence
         }
         try writePendingAccesses()
-        if pendingOpenChecks { try perform { try finishOpenChecks() } }
+        // (Kept for the next operation if it fails: this one goes on.)
+        if pendingOpenChecks { try? perform { try finishOpenChecks() } }
         let result = Result { try body() }
         if journal.hasPending && journal.failure == nil { try journal.flush() }
         return try result.get()
