@@ -64,7 +64,7 @@ final class CacheEngine: @unchecked Sendable {
     var journalCut = false
     /// Accesses that reads without the flock made due for the journal, by key: written by the
     /// next operation that holds it (`writePendingAccesses`).
-    var pendingAccesses: [String: Int64] = [:]
+    var pendingAccesses = [String: Int64]()   // not `[:]`, whose initializer instantiates the storage type
     /// When the oldest pending access was made.
     var pendingSince: Int64 = 0
     /// Whether the running operation holds the flock (a read on a current index does not).

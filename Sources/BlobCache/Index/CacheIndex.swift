@@ -140,7 +140,7 @@ struct CacheIndex {
     /// segment number for the numbers a store uses first, a dictionary beyond (so a damaged
     /// record naming segment 2^24 does not make an array of 2^24 counters).
     private var liveBytesBySegment: [Int] = []
-    private var liveBytesOfHighSegments: [UInt32: Int] = [:]
+    private var liveBytesOfHighSegments = [UInt32: Int]()   // not `[:]`, whose initializer instantiates the storage type
     /// Segment numbers below this are counted in the array.
     private static let arraySegments: UInt32 = 1 << 16
     private(set) var livePackedBytes = 0

@@ -55,25 +55,32 @@ final class Flight: Sendable {
 
 /// The loads running now, by raw key.
 final class FlightTable: Sendable {
-    private let running = Locked<[String: Flight]>([:])
+    /// The flights by raw key. A struct of its own, so that creating the table (at every open)
+    /// instantiates no `Dictionary` type: a process's first one keyed by `String` makes the
+    /// Swift runtime scan every protocol conformance in the process for `String: Hashable`.
+    private struct Running {
+        var byKey = [String: Flight]()   // not `[:]`, whose initializer instantiates the storage type
+    }
+
+    private let running = Locked(Running())
 
     /// The flight loading `key`, and whether the caller must start it (it was not running).
     func flight(for key: String) -> (flight: Flight, isNew: Bool) {
         running.withLock { running in
-            if let flight = running[key] { return (flight, false) }
+            if let flight = running.byKey[key] { return (flight, false) }
             let flight = Flight()
-            running[key] = flight
+            running.byKey[key] = flight
             return (flight, true)
         }
     }
 
     /// The flight loading `key` now, if any.
-    func running(_ key: String) -> Flight? { running.withLock { $0[key] } }
+    func running(_ key: String) -> Flight? { running.withLock { $0.byKey[key] } }
 
     /// Forgets `flight` (done): a caller after this starts a new one, which finds the stored value.
     func end(_ flight: Flight, for key: String) {
         running.withLock { running in
-            if running[key] === flight { running[key] = nil }
+            if running.byKey[key] === flight { running.byKey[key] = nil }
         }
     }
 }

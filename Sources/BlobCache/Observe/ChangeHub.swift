@@ -17,7 +17,14 @@ final class ChangeHub: Sendable {
         let continuation: AsyncStream<BlobCache.Change>.Continuation
     }
 
-    private let consumers = Locked<[Int: Consumer]>([:])
+    /// The consumers by id. A struct of its own, so that creating the hub (at every open)
+    /// instantiates no `Dictionary` type: a process's first one keyed by `Int` makes the Swift
+    /// runtime scan every protocol conformance in the process for `Int: Hashable`.
+    private struct Consumers {
+        var byID = [Int: Consumer]()   // not `[:]`, whose initializer instantiates the storage type
+    }
+
+    private let consumers = Locked(Consumers())
     private let consumerCount = Atomic<Int>(0)
     /// The id of the next consumer.
     private let lastID = Atomic<Int>(0)
@@ -35,23 +42,23 @@ final class ChangeHub: Sendable {
                                 continuation: continuation)
         continuation.onTermination = { [weak self] _ in self?.remove(id) }
         consumers.withLock { consumers in
-            consumers[id] = consumer
-            consumerCount.store(consumers.count, ordering: .releasing)
+            consumers.byID[id] = consumer
+            consumerCount.store(consumers.byID.count, ordering: .releasing)
         }
         return stream
     }
 
     private func remove(_ id: Int) {
         consumers.withLock { consumers in
-            consumers[id] = nil
-            consumerCount.store(consumers.count, ordering: .releasing)
+            consumers.byID[id] = nil
+            consumerCount.store(consumers.byID.count, ordering: .releasing)
         }
     }
 
     /// Gives each consumer the changes it asked for (raw keys).
     func publish(_ changes: [BlobCache.Change]) {
         consumers.withLock { consumers in
-            for consumer in consumers.values {
+            for consumer in consumers.byID.values {
                 for change in changes {
                     let raw = change.key
                     guard raw.utf8.starts(with: consumer.prefix) else { continue }
@@ -71,10 +78,10 @@ final class ChangeHub: Sendable {
     func finishAll() {
         let ending = consumers.withLock { consumers -> [Consumer] in
             defer {
-                consumers.removeAll()
+                consumers.byID.removeAll()
                 consumerCount.store(0, ordering: .releasing)
             }
-            return Array(consumers.values)
+            return Array(consumers.byID.values)
         }
         for consumer in ending { consumer.continuation.finish() }
     }

@@ -19,7 +19,7 @@ final class BlobStore: @unchecked Sendable {
 
     /// Every segment on disk and the bytes written to it (its file size), open or not: the
     /// set of segments, and the dead-space bound.
-    private(set) var segmentSizes: [UInt32: Int64] = [:]
+    private(set) var segmentSizes = SegmentMap<Int64>()
     /// The segments opened for reading, least recently used closed first.
     private var openSegments = OpenSegments(capacity: BlobStore.openSegmentLimit)
     /// The segment appended to, always open (read-write).
@@ -47,8 +47,8 @@ final class BlobStore: @unchecked Sendable {
         self.synchronous = synchronous
         try io.makeDirectory(files.objects)
         try io.makeDirectory(files.packs)
-        for name in try io.listDirectory(files.packs) {
-            guard let number = PackFormat.segmentNumber(fromFileName: name) else { continue }
+        // In ascending order, so that each segment is appended to `segmentSizes`.
+        for number in try io.listDirectory(files.packs).compactMap(PackFormat.segmentNumber(fromFileName:)).sorted() {
             // A link or a directory named like a segment is not one (fsck reports it), and its
             // number is never given to a new segment (which could not be renamed over it).
             // One larger than any segment a store writes is not one either (a sparse file can
@@ -59,7 +59,7 @@ final class BlobStore: @unchecked Sendable {
             }
             segmentSizes[number] = size
         }
-        if let newest = segmentSizes.keys.max() {
+        if let newest = segmentSizes.keys.last {
             let path = files.segmentPath(newest)
             let fd = try io.open(path, .readWrite)
             let size = try io.fileSize(fd, path: path)
@@ -89,7 +89,7 @@ final class BlobStore: @unchecked Sendable {
     }
 
     /// The numbers of the segments on disk, in order.
-    var segmentNumbers: [UInt32] { segmentSizes.keys.sorted() }
+    var segmentNumbers: [UInt32] { segmentSizes.keys }
 
     /// Segment `number`, opened read-only and mapped if it is not open yet (closing the least
     /// recently used one beyond `openSegmentLimit`); `nil` when the store has no such segment
@@ -205,7 +205,7 @@ final class BlobStore: @unchecked Sendable {
         func taken(_ number: UInt32) -> Bool {
             segmentSizes[number] != nil || reservedNumbers.contains(number) || io.status(files.segmentPath(number)) != nil
         }
-        var next = max(segmentSizes.keys.max() ?? 0, reservedNumbers.max() ?? 0) + 1
+        var next = max(segmentSizes.keys.last ?? 0, reservedNumbers.max() ?? 0) + 1
         while next <= PackFormat.maxSegmentNumber, taken(next) { next += 1 }
         if next <= PackFormat.maxSegmentNumber { return next }
         var number: UInt32 = 1
@@ -297,7 +297,7 @@ final class BlobStore: @unchecked Sendable {
     /// processes may have appended to it (a process that died mid-append leaves dead bytes,
     /// which appends go after) or started a newer one.
     func refreshActive() throws {
-        guard let newest = segmentSizes.keys.max() else { return }
+        guard let newest = segmentSizes.keys.last else { return }
         if activeSegment?.number != newest {
             let path = files.segmentPath(newest)
             guard let fd = try io.openIfExists(path, .readWrite) else {

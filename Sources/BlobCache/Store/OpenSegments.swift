@@ -5,8 +5,8 @@
 struct OpenSegments {
     /// How many segments stay open at most.
     let capacity: Int
-    /// A box per open segment, so that marking a use changes it in place (one hash lookup
-    /// on the read path, not a lookup and a store).
+    /// A box per open segment, so that marking a use changes it in place (one search on the
+    /// read path, not a search and a store).
     private final class Entry {
         let segment: PackSegment
         var lastUse: UInt64
@@ -16,7 +16,7 @@ struct OpenSegments {
         }
     }
 
-    private var entries: [UInt32: Entry] = [:]
+    private var entries = SegmentMap<Entry>()
     private var uses: UInt64 = 0
 
     init(capacity: Int) {
@@ -35,8 +35,8 @@ struct OpenSegments {
     /// Keeps `segment` open, closing the least recently used one when full.
     mutating func keep(_ segment: PackSegment) {
         if entries[segment.number] == nil, entries.count >= capacity,
-           let oldest = entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
-            entries[oldest] = nil
+           let oldest = entries.values.indices.min(by: { entries.values[$0].lastUse < entries.values[$1].lastUse }) {
+            entries[entries.keys[oldest]] = nil
         }
         uses += 1
         entries[segment.number] = Entry(segment, lastUse: uses)

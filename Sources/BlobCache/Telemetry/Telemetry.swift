@@ -125,23 +125,22 @@ final class CacheMetrics: Sendable {
 extension Telemetry {
     /// Logs what opening the cache found and repaired (nothing for a clean open).
     func logOpen(_ report: BlobCache.OpenReport, directory: String) {
-        var metadata: Logger.Metadata = ["directory": "\(directory)"]
+        // Each message's metadata is an autoclosure, built only when the message is logged: a
+        // clean open builds no `Logger.Metadata`, a `Dictionary` keyed by `String` (a process's
+        // first one makes the Swift runtime scan every protocol conformance in the process).
         switch report.recovery {
         case .none:
             break
         case .truncatedTornTail(let offset, let bytesCut):
-            metadata["offset"] = "\(offset)"
-            metadata["bytesCut"] = "\(bytesCut)"
-            logger.notice("journal torn tail cut off (a writer died mid-append)", metadata: metadata)
+            logger.notice("journal torn tail cut off (a writer died mid-append)",
+                          metadata: ["directory": "\(directory)", "offset": "\(offset)", "bytesCut": "\(bytesCut)"])
         case .stoppedAtCorruption(let offset, let reason):
-            metadata["offset"] = "\(offset)"
-            metadata["reason"] = "\(reason)"
-            logger.warning("journal damaged: replay stopped at the damage and the journal was rewritten", metadata: metadata)
+            logger.warning("journal damaged: replay stopped at the damage and the journal was rewritten",
+                           metadata: ["directory": "\(directory)", "offset": "\(offset)", "reason": "\(reason)"])
         case .rebuiltFromBlobs(let reason, let adopted, let removed):
-            metadata["reason"] = "\(reason)"
-            metadata["adopted"] = "\(adopted)"
-            metadata["removed"] = "\(removed)"
-            logger.warning("journal header lost: index rebuilt from the blobs, keys lost", metadata: metadata)
+            logger.warning("journal header lost: index rebuilt from the blobs, keys lost",
+                           metadata: ["directory": "\(directory)", "reason": "\(reason)", "adopted": "\(adopted)",
+                                      "removed": "\(removed)"])
         }
         if report.expiredAtOpen > 0 || report.evictedAtOpen > 0 {
             logger.debug("open dropped entries", metadata: ["expired": "\(report.expiredAtOpen)", "evicted": "\(report.evictedAtOpen)"])
