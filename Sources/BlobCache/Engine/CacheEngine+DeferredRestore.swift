@@ -22,7 +22,7 @@ extension CacheEngine {
         /// The journal's records after the snapshot, applied once it is restored.
         let tail: [JournalRecord]
         /// What the tail last says of each key (by its UTF-8 bytes): its entry, or `nil` (removed).
-        let tailEntries: [[UInt8]: EntryRecord?]
+        let tailWords: DeferredTail
         /// Bytes of journal the restored index reflects.
         let journalEnd: Int64
         /// Keys read before the restore and when, in order.
@@ -35,7 +35,7 @@ extension CacheEngine {
               now: Int64, limits: BlobCache.Limits, store: BlobStore) {
             let header = snapshot.header
             guard header.earliestExpiry > now else { return nil }
-            var entries: [[UInt8]: EntryRecord?] = [:]
+            var words = DeferredTail(seed: header.seed)
             var addedBytes = 0, addedEntries = 0
             let newest = store.activeSegmentNumber
             var newestEnd: Int64 = 0
@@ -43,22 +43,21 @@ extension CacheEngine {
                 guard let newest, header.lastSegment <= newest else { return nil }
                 if header.lastSegment == newest { newestEnd = header.lastSegmentEnd }
             }
-            var tailBlobs: [BlobID: BlobInfo] = [:]
             for record in tail {
                 switch record {
                 case .set(let entry):
                     guard entry.expiry > now else { return nil }
                     // One place per blob, as the index keeps it (a journal that disagrees is replayed).
-                    guard tailBlobs.updateValue(entry.blob, forKey: entry.blob.id).map({ $0 == entry.blob }) ?? true else { return nil }
+                    guard words.place(entry.blob) else { return nil }
                     if case .packed(let segment, let offset) = entry.blob.place {
                         guard let newest, segment <= newest else { return nil }
                         if segment == newest { newestEnd = max(newestEnd, Int64(offset) + Int64(entry.blob.footprint)) }
                     }
                     addedBytes += entry.blob.footprint
                     addedEntries += 1
-                    entries[Array(entry.key.utf8)] = .some(entry)
+                    words.record(entry, forKey: Array(entry.key.utf8))
                 case .remove(let key, _):
-                    entries[Array(key.utf8)] = .some(nil)
+                    words.record(nil, forKey: Array(key.utf8))
                 case .access:
                     break
                 case .removeAll, .relocate:
@@ -78,7 +77,7 @@ extension CacheEngine {
             self.header = header
             self.lookup = lookup
             self.tail = tail
-            tailEntries = entries
+            tailWords = words
             self.journalEnd = journalEnd
         }
 
@@ -86,7 +85,7 @@ extension CacheEngine {
         /// the whole index (a chunk failed its digest, or a bound).
         func entry(forKey key: String) -> SnapshotLookup.Found?? {
             let bytes = Array(key.utf8)
-            if let last = tailEntries[bytes] { return .some(last.map { SnapshotLookup.Found(blob: $0.blob, expiry: $0.expiry) }) }
+            if let last = tailWords.lastWord(onKey: bytes) { return .some(last.map { SnapshotLookup.Found(blob: $0.blob, expiry: $0.expiry) }) }
             switch bytes.withUnsafeBytes({ lookup.find($0) }) {
             case .found(let found): return .some(found)
             case .absent: return .some(nil)
