@@ -3,8 +3,8 @@
 ///
 /// Kept in `SlotTable`s under `KeyHash`, not in `Dictionary`s: the first `Dictionary` keyed by
 /// `[UInt8]` or by `BlobID` in a process makes the Swift runtime scan every protocol
-/// conformance in the process for the key's `Hashable`, about 0.3 ms of a cold open whose
-/// journal ends in a few sets (three times what the rest of the tail costs).
+/// conformance in the process for the key's `Hashable`: a cold open + get of W4's cache whose
+/// journal ended in 10 sets took 0.97 ms with them, 0.63 ms without.
 ///
 ///     var tail = DeferredTail(seed: header.seed)
 ///     guard tail.place(entry.blob) else { return nil }   // a second place for the same blob
