@@ -218,10 +218,7 @@ extension CacheEngine {
         var index = CacheIndex()
         let start = Int64(JournalFormat.headerSize)
         let walk = try MappedFile.withContents(of: journal.descriptor, from: start, size: end, path: journal.path, io: io) { records in
-            index.reserveCapacity(min(JournalReader.countFrames(records: records), records.count / 83))
-            return JournalReader.walk(records: records, at: Int(start), salt: journal.header.salt, cipher: journal.cipher) { record, _ in
-                index.apply(record)
-            }
+            index.replay(records: records, at: Int(start), salt: journal.header.salt, cipher: journal.cipher)
         }
         return walk.end == .clean ? index : nil
     }

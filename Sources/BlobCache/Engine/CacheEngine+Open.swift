@@ -71,19 +71,13 @@ extension CacheEngine {
                 // Read, or mapped when large: nothing is allocated for what a file merely claims.
                 func replay(from start: Int64) throws -> (end: JournalReader.End, records: Int) {
                     try MappedFile.withContents(of: fd, from: start, size: fileSize, path: journalPath, io: io) { records in
-                        if snapshot == nil {
-                            // Size the index once for the records there are (a compacted journal has one per
-                            // entry), so replay never rehashes and the tables are not oversized.
-                            // (At most one per 83 bytes, the smallest set record: junk frames cannot inflate it.)
-                            index.reserveCapacity(min(JournalReader.countFrames(records: records), records.count / 83))
-                        }
-                        return JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: cipher) { record, _ in
-                            guard tail == nil else {
+                        guard tail == nil else {
+                            return JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: cipher) { record, _ in
                                 tail!.append(record)
                                 return true
                             }
-                            return index.apply(record)
                         }
+                        return index.replay(records: records, at: Int(start), salt: header.salt, cipher: cipher)
                     }
                 }
                 var walk = try replay(from: snapshot?.header.journalLength ?? Int64(JournalFormat.headerSize))

@@ -222,9 +222,7 @@ extension CacheEngine {
             snapshotCoverage = start
         }
         let walk = try MappedFile.withContents(of: fd, from: start, size: fileSize, path: path, io: io) { records in
-            JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: journal.cipher) { record, _ in
-                fresh.apply(record)
-            }
+            fresh.replay(records: records, at: Int(start), salt: header.salt, cipher: journal.cipher)
         }
         var size = fileSize
         switch walk.end {

@@ -1,21 +1,191 @@
+import Dispatch
+
 extension CacheIndex {
+    /// The two hashes a record's lookups need, computed once: its key's and its blob id's
+    /// `KeyHash` (0 for a record that names none).
+    struct RecordHashes {
+        var key: UInt64 = 0
+        var blob: UInt64 = 0
+    }
+
+    /// The `RecordHashes` of `record` under this index's seed.
+    func hashes(of record: JournalRecordView) -> RecordHashes {
+        RecordHashes(key: record.key.map { KeyHash.hash($0, seed: seed) } ?? 0,
+                     blob: record.blob.map { KeyHash.hash($0.id, seed: seed) } ?? 0)
+    }
+
     /// Applies one replayed journal record; `false` (and nothing changed) when the index cannot
     /// take it (`admits`): replay treats it as damage and stops there.
     @discardableResult
     mutating func apply(_ record: JournalRecord) -> Bool {
-        guard admits(record) else { return false }
+        record.withView { apply($0, hashes: hashes(of: $0)) }
+    }
+
+    /// `apply(_:)` for a record parsed in place, whose `hashes(of:)` are given. Its key must be
+    /// UTF-8 as a `String` holds it (`replay` gives any other through `JournalRecord`).
+    mutating func apply(_ record: JournalRecordView, hashes: RecordHashes) -> Bool {
+        guard admits(record, hashes: hashes) else { return false }
         switch record {
         case .set(let entry):
-            upsert(entry, orderJournaled: true)
+            upsert(entry, hashes: hashes, orderJournaled: true)
         case .access(let key, let time):
-            if let slot = slot(of: key) { touch(slot: slot, at: time, journaled: true) }
+            if let slot = slot(ofKeyBytes: key, hash: hashes.key) { touch(slot: slot, at: time, journaled: true) }
         case .remove(let key, _):
-            if let slot = slot(of: key) { remove(slot: slot) }
+            if let slot = slot(ofKeyBytes: key, hash: hashes.key) { remove(slot: slot) }
         case .removeAll(let includingPinned):
             _ = removeAll(includingPinned: includingPinned)
         case .relocate(let blob):
             relocate(blob)
         }
         return true
+    }
+
+    /// Replays the journal records in `image` (the journal's bytes from file offset `start`, a
+    /// record boundary, to its end) into this index, as `JournalReader.walk` and `apply(_:)`
+    /// would one record at a time, with the same result; returns how the walk ended and how
+    /// many records were good.
+    ///
+    ///     var index = CacheIndex()
+    ///     let walk = index.replay(records: image, at: JournalFormat.headerSize, salt: salt, cipher: nil)
+    ///
+    /// A plain journal is replayed in batches: each batch's records are parsed where they lie
+    /// (no `String` a key), and their buckets read before any is applied, so that their cache
+    /// misses overlap. Into an empty index, the index is first sized for the records, and a
+    /// large journal has its CRCs checked on another core while this one applies; should that
+    /// find a bad record this one already applied, the replay starts again, checking as it goes.
+    mutating func replay(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
+                         cipher: CacheCipher?) -> (end: JournalReader.End, records: Int) {
+        let fresh = entries.isEmpty && blobs.isEmpty
+        if fresh {
+            // Sized once for the records there are (a compacted journal has one per entry), so
+            // replay never rehashes and the tables are not oversized.
+            reserveCapacity(Self.capacity(forRecords: image))
+        }
+        if let cipher {
+            return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }
+        }
+        guard fresh, image.count >= Self.parallelReplayBytes, Parallel.cores > 1 else {
+            return applyFrames(image, at: start, salt: salt, checkingCRC: true)
+        }
+        let halves = ParallelReplay(index: CacheIndex(seed: seed), image: image, start: start, salt: salt)
+        swap(&self, &halves.index)   // moved, not copied: the index stays uniquely referenced
+        DispatchQueue.concurrentPerform(iterations: 2) { halves.run(task: $0) }
+        swap(&self, &halves.index)
+        let (checked, applied) = (halves.checked, halves.applied)
+        let checkedStop = checked.end.stopOffset, appliedStop = applied.end.stopOffset
+        if checkedStop < appliedStop {
+            self = CacheIndex(seed: seed)
+            reserveCapacity(Self.capacity(forRecords: image))
+            return applyFrames(image, at: start, salt: salt, checkingCRC: true)
+        }
+        // Stopped at the same record: the check's reason is the one a walk gives first (the
+        // frame's CRC before its payload); that record was not applied either way.
+        return (checkedStop == appliedStop ? checked.end : applied.end, applied.records)
+    }
+
+    /// The most entries the records in `image` can make (one per frame, and at most one per
+    /// 83 bytes, the smallest set record: junk frames cannot inflate it).
+    private static func capacity(forRecords image: UnsafeRawBufferPointer) -> Int {
+        min(JournalReader.countFrames(records: image), image.count / 83)
+    }
+
+    /// Below this many bytes of journal, a replay checks CRCs itself: another core's start-up
+    /// would cost more than it saves.
+    static let parallelReplayBytes = 1 << 20
+
+    /// Records applied a batch at a time: enough misses in flight to cover a memory latency,
+    /// few enough that their buckets stay in cache until applied.
+    private static let replayBatch = 16
+
+    /// The batched replay behind `replay`: `checkingCRC` off when another core checks them.
+    fileprivate mutating func applyFrames(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
+                                      checkingCRC: Bool) -> (end: JournalReader.End, records: Int) {
+        var frames = JournalReader.Frames(records: image, at: start, salt: salt, checkingCRC: checkingCRC)
+        var batch: [(record: JournalRecordView, hashes: RecordHashes, kind: UInt8, offset: Int)] = []
+        batch.reserveCapacity(Self.replayBatch)
+        var count = 0
+        while true {
+            // Parse a batch; `stop` is where the walk ends, if it ends within it.
+            var stop: JournalReader.End?
+            while batch.count < Self.replayBatch {
+                let step = frames.next()
+                guard case .frame(let kind, let payload, let offset) = step else {
+                    if case .end(let end) = step { stop = end }
+                    break
+                }
+                guard let record = JournalRecordView.decode(kind: kind, payload: payload) else {
+                    stop = .corrupt(offset: offset, reason: JournalReader.unparsable(kind: kind))
+                    break
+                }
+                batch.append((record, RecordHashes(), kind, offset))
+            }
+            for item in batch.indices { batch[item].hashes = hashes(of: batch[item].record) }
+            for item in batch { prefetchBuckets(of: item.record, hashes: item.hashes) }
+            for item in batch {
+                let applied: Bool
+                if let key = item.record.key, !Self.isASCII(key) {
+                    // Not plain ASCII: applied as its `String` holds it (a `String` repairs
+                    // bytes that are not UTF-8), as a record-at-a-time replay does.
+                    applied = apply(JournalRecord(item.record))
+                } else {
+                    applied = apply(item.record, hashes: item.hashes)
+                }
+                guard applied else {
+                    return (.corrupt(offset: item.offset, reason: JournalReader.refused(kind: item.kind)), count)
+                }
+                count += 1
+            }
+            batch.removeAll(keepingCapacity: true)
+            if let stop { return (stop, count) }
+        }
+    }
+
+    /// Whether every byte of `bytes` is below 0x80.
+    private static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0, bits: UInt64 = 0
+        while bytes.count - offset >= 8 {
+            bits |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            bits |= UInt64(bytes[offset])
+            offset += 1
+        }
+        return bits & 0x8080_8080_8080_8080 == 0
+    }
+}
+
+/// The two halves of a parallel replay, run at once by `concurrentPerform`: one core checks
+/// every frame's CRC while the other applies the records to the index (each half writes only
+/// its own result, read after both are done).
+private final class ParallelReplay: @unchecked Sendable {
+    var index: CacheIndex
+    let image: UnsafeRawBufferPointer
+    let start: Int
+    let salt: UInt64
+    var checked = (end: JournalReader.End.clean, records: 0)
+    var applied = (end: JournalReader.End.clean, records: 0)
+
+    init(index: CacheIndex, image: UnsafeRawBufferPointer, start: Int, salt: UInt64) {
+        (self.index, self.image, self.start, self.salt) = (index, image, start, salt)
+    }
+
+    func run(task: Int) {
+        if task == 0 {
+            checked = JournalReader.walk(records: image, at: start, salt: salt, cipher: nil, framesOnly: true) { _, _ in true }
+        } else {
+            applied = index.applyFrames(image, at: start, salt: salt, checkingCRC: false)
+        }
+    }
+}
+
+extension JournalReader.End {
+    /// The file offset where the walk stopped taking records (`Int.max` when it never did).
+    var stopOffset: Int {
+        switch self {
+        case .clean: .max
+        case .tornTail(let validEnd): validEnd
+        case .corrupt(let offset, _): offset
+        }
     }
 }

@@ -221,11 +221,14 @@ struct CacheIndex {
 
     /// Whether applying `record` keeps every total within `maxTotalBytes` (checked before it
     /// changes anything, so a damaged or forged journal cannot make a sum overflow).
-    func admits(_ record: JournalRecord) -> Bool {
+    func admits(_ record: JournalRecord) -> Bool { record.withView { admits($0, hashes: hashes(of: $0)) } }
+
+    /// `admits(_:)` for a record parsed in place, whose `hashes(of:)` are given.
+    func admits(_ record: JournalRecordView, hashes: RecordHashes) -> Bool {
         switch record {
         case .set(let entry):
             let info = entry.blob
-            if let known = blobSlot(of: info.id) {   // counted at its own length (`upsert`)
+            if let known = blobSlot(of: info.id, hash: hashes.blob) {   // counted at its own length (`upsert`)
                 return entryLogicalBytes + Int(blobs[Int(known)].rawLength) <= Self.maxTotalBytes
             }
             return entryLogicalBytes + info.rawLength <= Self.maxTotalBytes
@@ -332,8 +335,12 @@ struct CacheIndex {
     }
 
     func slot(ofKeyBytes key: UnsafeRawBufferPointer) -> Int32? {
-        let hash = KeyHash.hash(key, seed: seed)
-        return entries.withUnsafeBufferPointer { entries in
+        slot(ofKeyBytes: key, hash: KeyHash.hash(key, seed: seed))
+    }
+
+    /// `slot(ofKeyBytes:)` for a key whose `KeyHash` is already known.
+    func slot(ofKeyBytes key: UnsafeRawBufferPointer, hash: UInt64) -> Int32? {
+        entries.withUnsafeBufferPointer { entries in
             keyArena.withUnsafeBytes { arena in
                 keyTable.find(hash: hash) { slot in
                     let entry = entries[Int(slot)]
@@ -426,39 +433,42 @@ struct CacheIndex {
     /// Returns the blob released by the replaced value, if its last reference went.
     @discardableResult
     mutating func upsert(_ record: EntryRecord, orderJournaled: Bool) -> BlobInfo? {
+        record.withView { upsert($0, hashes: hashes(of: .set($0)), orderJournaled: orderJournaled) }
+    }
+
+    /// `upsert(_:orderJournaled:)` for an entry whose key is a view of UTF-8 bytes, with the
+    /// `hashes(of:)` of its record.
+    @discardableResult
+    mutating func upsert(_ record: EntryView, hashes: RecordHashes, orderJournaled: Bool) -> BlobInfo? {
         // Retain first: when the key already holds this blob, releasing the old entry first
         // would drop the blob's last reference and delete it.
-        let blob = retain(record.blob, pinned: record.pinned)
+        let blob = retain(record.blob, pinned: record.pinned, hash: hashes.blob)
         earliestExpiry = min(earliestExpiry, record.expiry)
-        var key = record.key
-        return key.withUTF8 { utf8 -> BlobInfo? in
-            let bytes = UnsafeRawBufferPointer(utf8)
-            let replaced = slot(ofKeyBytes: bytes)
-            let hash = UInt32(truncatingIfNeeded: KeyHash.hash(bytes, seed: seed))
-            let slot = newEntrySlot(Entry(
-                created: record.created, expiry: record.expiry, access: record.access,
-                journaledAccess: record.access, keyOffset: 0, keyLength: 0, keyHash: hash, blob: blob,
-                pinned: record.pinned, orderJournaled: orderJournaled))
-            if let replaced {
-                // The new entry takes over the old one's key bytes and bucket.
-                entries[Int(slot)].keyOffset = entries[Int(replaced)].keyOffset
-                entries[Int(slot)].keyLength = entries[Int(replaced)].keyLength
-                keyTable.replace(replaced, with: slot, hash: UInt64(hash))
-            } else {
-                entries[Int(slot)].keyOffset = appendKey(bytes)
-                entries[Int(slot)].keyLength = UInt32(bytes.count)
-                keyTable.insert(slot, hash: UInt64(hash))
-            }
-            // The blob's own length, which `detach` subtracts (a record naming a known blob
-            // with another length must not make the total drift).
-            entryLogicalBytes += Int(blobs[Int(blob)].rawLength)
-            if let prefix = NamespaceKey.prefix(ofRaw: bytes) {
-                namespaces.add(prefix: prefix, blobSlot: blob, footprint: blobs[Int(blob)].info.footprint,
-                               rawLength: Int(blobs[Int(blob)].rawLength))
-            }
-            if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
-            return replaced.flatMap { detach(slot: $0, keepingKey: true) }
+        let replaced = slot(ofKeyBytes: record.key, hash: hashes.key)
+        let hash = UInt32(truncatingIfNeeded: hashes.key)
+        let slot = newEntrySlot(Entry(
+            created: record.created, expiry: record.expiry, access: record.access,
+            journaledAccess: record.access, keyOffset: 0, keyLength: 0, keyHash: hash, blob: blob,
+            pinned: record.pinned, orderJournaled: orderJournaled))
+        if let replaced {
+            // The new entry takes over the old one's key bytes and bucket.
+            entries[Int(slot)].keyOffset = entries[Int(replaced)].keyOffset
+            entries[Int(slot)].keyLength = entries[Int(replaced)].keyLength
+            keyTable.replace(replaced, with: slot, hash: UInt64(hash))
+        } else {
+            entries[Int(slot)].keyOffset = appendKey(record.key)
+            entries[Int(slot)].keyLength = UInt32(record.key.count)
+            keyTable.insert(slot, hash: UInt64(hash))
         }
+        // The blob's own length, which `detach` subtracts (a record naming a known blob
+        // with another length must not make the total drift).
+        entryLogicalBytes += Int(blobs[Int(blob)].rawLength)
+        if let prefix = NamespaceKey.prefix(ofRaw: record.key) {
+            namespaces.add(prefix: prefix, blobSlot: blob, footprint: blobs[Int(blob)].info.footprint,
+                           rawLength: Int(blobs[Int(blob)].rawLength))
+        }
+        if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
+        return replaced.flatMap { detach(slot: $0, keepingKey: true) }
     }
 
     /// Drops the entry in `slot`; returns its blob if that was the last reference.
@@ -557,9 +567,17 @@ struct CacheIndex {
 
     // MARK: Private
 
-    private func blobSlot(of id: BlobID) -> Int32? {
+    /// Reads the buckets where `record`'s lookups start (`SlotTable.prefetch(hash:)`).
+    mutating func prefetchBuckets(of record: JournalRecordView, hashes: RecordHashes) {
+        if record.key != nil { keyTable.prefetch(hash: hashes.key) }
+        if record.blob != nil { blobTable.prefetch(hash: hashes.blob) }
+    }
+
+    private func blobSlot(of id: BlobID) -> Int32? { blobSlot(of: id, hash: KeyHash.hash(id, seed: seed)) }
+
+    private func blobSlot(of id: BlobID, hash: UInt64) -> Int32? {
         blobs.withUnsafeBufferPointer { blobs in
-            blobTable.find(hash: KeyHash.hash(id, seed: seed)) { blobs[Int($0)].id == id }
+            blobTable.find(hash: hash) { blobs[Int($0)].id == id }
         }
     }
 
@@ -607,9 +625,9 @@ struct CacheIndex {
     }
 
     /// Counts one more reference to `info`'s blob, adding it when new; returns its slot.
-    private mutating func retain(_ info: BlobInfo, pinned: Bool) -> Int32 {
+    private mutating func retain(_ info: BlobInfo, pinned: Bool, hash: UInt64) -> Int32 {
         let slot: Int32
-        if let existing = blobSlot(of: info.id) {
+        if let existing = blobSlot(of: info.id, hash: hash) {
             slot = existing
         } else {
             let blob = Blob(info)
@@ -620,7 +638,7 @@ struct CacheIndex {
                 slot = Int32(blobs.count)
                 blobs.append(blob)
             }
-            blobTable.insert(slot, hash: KeyHash.hash(info.id, seed: seed))
+            blobTable.insert(slot, hash: hash)
             logicalBytes += info.rawLength
             storedBytes += info.footprint
             accountPack(info, sign: 1)

@@ -14,6 +14,8 @@ struct SlotTable {
     private var buckets: FlatArray<Bucket>
     private var mask: Int
     private(set) var count = 0
+    /// What `prefetch(hash:)` read, kept so that its loads are not optimised away.
+    private var prefetched: UInt32 = 0
 
     /// A table that holds `capacity` slots before it grows.
     init(capacity: Int = 0) {
@@ -71,6 +73,14 @@ struct SlotTable {
                 index = (index + 1) & mask
             }
         }
+    }
+
+    /// Reads the bucket where a probe for `hash` starts, so that the probe or insert that
+    /// follows finds it in cache: replay reads a batch of records' buckets first, so that
+    /// their cache misses overlap instead of each waiting for the one before.
+    @inline(__always)
+    mutating func prefetch(hash: UInt64) {
+        prefetched &+= buckets[Int(UInt32(truncatingIfNeeded: hash)) & mask].hash
     }
 
     /// Adds `slot` (which must not be in the table) under `hash`.

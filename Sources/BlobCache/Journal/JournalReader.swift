@@ -45,47 +45,84 @@ struct JournalReader {
     /// encrypted journal checked without its key).
     static func walk(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, cipher: CacheCipher?,
                      framesOnly: Bool = false, _ apply: (JournalRecord, _ offset: Int) -> Bool) -> (end: End, records: Int) {
-        let seed = JournalFormat.seed(salt: salt)
-        var offset = 0
+        var frames = Frames(records: image, at: start, salt: salt)
         var count = 0
-        let total = image.count
-        while offset < total {
-            guard total - offset >= JournalFormat.frameSize else { return (.tornTail(validEnd: start + offset), count) }
+        while true {
+            switch frames.next() {
+            case .end(let end):
+                return (end, count)
+            case .frame(let kind, let payload, let offset):
+                if !framesOnly {
+                    let decoded: JournalRecord?
+                    if let cipher {
+                        guard let opened = cipher.open(payload, context: .record(kind: kind), { JournalRecord.decode(kind: kind, payload: $0) }) else {
+                            return (.corrupt(offset: offset, reason: sealFailure), count)
+                        }
+                        decoded = opened
+                    } else {
+                        decoded = JournalRecord.decode(kind: kind, payload: payload)
+                    }
+                    guard let record = decoded else { return (.corrupt(offset: offset, reason: unparsable(kind: kind)), count) }
+                    guard apply(record, offset) else { return (.corrupt(offset: offset, reason: refused(kind: kind)), count) }
+                }
+                count += 1
+            }
+        }
+    }
+
+    /// The reason of a `.corrupt` end at a record of type `kind` whose payload does not parse.
+    static func unparsable(kind: UInt8) -> String { "record of type \(kind) does not parse" }
+
+    /// The reason of a `.corrupt` end at a record of type `kind` that the index refuses.
+    static func refused(kind: UInt8) -> String { "record of type \(kind) claims more bytes than any cache holds" }
+
+    /// The frames of a journal image in order, each one's length checked and (unless
+    /// `checkingCRC` is off, for a caller that checks them elsewhere) its CRC: the one place
+    /// that knows where a record ends and whether the walk stops there.
+    ///
+    ///     var frames = JournalReader.Frames(records: image, at: start, salt: salt)
+    ///     while case .frame(let kind, let payload, let offset) = frames.next() { ... }
+    struct Frames {
+        enum Step {
+            /// A good frame: its type byte, its payload and its file offset.
+            case frame(kind: UInt8, payload: UnsafeRawBufferPointer, offset: Int)
+            /// No more good frames, and why.
+            case end(End)
+        }
+
+        private let image: UnsafeRawBufferPointer
+        private let start: Int
+        private let seed: UInt32
+        private let checkingCRC: Bool
+        private var offset = 0
+
+        init(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, checkingCRC: Bool = true) {
+            self.image = image
+            self.start = start
+            self.seed = JournalFormat.seed(salt: salt)
+            self.checkingCRC = checkingCRC
+        }
+
+        /// The next frame, or how the walk ended (the same end again on every later call).
+        mutating func next() -> Step {
+            let total = image.count
+            guard offset < total else { return .end(.clean) }
+            guard total - offset >= JournalFormat.frameSize else { return .end(.tornTail(validEnd: start + offset)) }
             let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
-            let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
             guard length >= 1, length <= JournalFormat.maxPayload else {
-                return (.corrupt(offset: start + offset, reason: "record length \(length) is impossible"), count)
+                return .end(.corrupt(offset: start + offset, reason: "record length \(length) is impossible"))
             }
             let end = offset + JournalFormat.frameSize + length
-            guard end <= total else { return (.tornTail(validEnd: start + offset), count) }
+            guard end <= total else { return .end(.tornTail(validEnd: start + offset)) }
             let body = UnsafeRawBufferPointer(rebasing: image[(offset + 8)..<end])
-            guard CRC32.update(seed, body) == crc else {
-                return (.corrupt(offset: start + offset, reason: "record CRC mismatch"), count)
-            }
-            if framesOnly {
-                count += 1
-                offset = end
-                continue
-            }
-            let kind = body[0], payload = UnsafeRawBufferPointer(rebasing: body[1...])
-            let decoded: JournalRecord?
-            if let cipher {
-                guard let opened = cipher.open(payload, context: .record(kind: kind), { JournalRecord.decode(kind: kind, payload: $0) }) else {
-                    return (.corrupt(offset: start + offset, reason: sealFailure), count)
+            if checkingCRC {
+                let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+                guard CRC32.update(seed, body) == crc else {
+                    return .end(.corrupt(offset: start + offset, reason: "record CRC mismatch"))
                 }
-                decoded = opened
-            } else {
-                decoded = JournalRecord.decode(kind: kind, payload: payload)
             }
-            guard let record = decoded else {
-                return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) does not parse"), count)
-            }
-            guard apply(record, start + offset) else {
-                return (.corrupt(offset: start + offset, reason: "record of type \(body[0]) claims more bytes than any cache holds"), count)
-            }
-            count += 1
-            offset = end
+            defer { offset = end }
+            return .frame(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...]), offset: start + offset)
         }
-        return (.clean, count)
     }
 }

@@ -57,33 +57,8 @@ enum JournalRecord: Equatable {
     }
 
     /// Parses a payload of `kind`; `nil` when it does not parse (treated as damage).
-    static func decode(kind rawKind: UInt8, payload: UnsafeRawBufferPointer) -> JournalRecord? {
-        guard let kind = Kind(rawValue: rawKind) else { return nil }
-        var reader = BinaryReader(payload)
-        let record: JournalRecord?
-        switch kind {
-        case .set:
-            guard let key = reader.readLengthPrefixedString(), let flags = reader.readUInt8(),
-                  let blob = decodeBlob(&reader),
-                  let created = reader.readInt64(), let expiry = reader.readInt64(), let access = reader.readInt64()
-            else { return nil }
-            record = .set(EntryRecord(key: key, blob: blob, pinned: flags & 1 != 0, created: created,
-                                      expiry: expiry, access: access))
-        case .access:
-            guard let time = reader.readInt64(), let key = reader.readLengthPrefixedString() else { return nil }
-            record = .access(key: key, time: time)
-        case .remove:
-            guard let reason = reader.readUInt8().flatMap(RemovalReason.init(rawValue:)), reason != .cleared,
-                  let key = reader.readLengthPrefixedString() else { return nil }
-            record = .remove(key: key, reason: reason)
-        case .removeAll:
-            guard let flag = reader.readUInt8() else { return nil }
-            record = .removeAll(includingPinned: flag != 0)
-        case .relocate:
-            guard let blob = decodeBlob(&reader) else { return nil }
-            record = .relocate(blob)
-        }
-        return reader.remaining == 0 ? record : nil
+    static func decode(kind: UInt8, payload: UnsafeRawBufferPointer) -> JournalRecord? {
+        JournalRecordView.decode(kind: kind, payload: payload).map(JournalRecord.init)
     }
 
     /// blob id (16), codec (1), raw length (8), stored length (8), place (13)
@@ -95,35 +70,12 @@ enum JournalRecord: Equatable {
         encode(blob.place, into: &writer)
     }
 
-    private static func decodeBlob(_ reader: inout BinaryReader) -> BlobInfo? {
-        guard let id = reader.readBlobID(), let codec = reader.readUInt8().flatMap(CodecTag.init(rawValue:)),
-              let raw = reader.readUInt64(), let stored = reader.readUInt64(), let place = decodePlace(&reader),
-              raw <= UInt64(BlobInfo.maxLength), stored <= UInt64(BlobInfo.maxLength)
-        else { return nil }
-        // A pack record's stored length field has four bytes.
-        if case .packed = place, stored > UInt64(UInt32.max) { return nil }
-        return BlobInfo(id: id, codec: codec, rawLength: Int(raw), payloadLength: Int(stored), place: place)
-    }
-
     private static func encode(_ place: BlobPlace, into writer: inout BinaryWriter) {
         switch place {
         case .loose:
             writer.append(UInt8(0)); writer.append(UInt32(0)); writer.append(UInt64(0))
         case .packed(let segment, let offset):
             writer.append(UInt8(1)); writer.append(segment); writer.append(offset)
-        }
-    }
-
-    private static func decodePlace(_ reader: inout BinaryReader) -> BlobPlace? {
-        guard let kind = reader.readUInt8(), let segment = reader.readUInt32(), let offset = reader.readUInt64() else {
-            return nil
-        }
-        switch kind {
-        case 0: return .loose
-        case 1:
-            guard PackFormat.isValidSegmentNumber(segment), offset <= UInt64(Int32.max) * 16 else { return nil }
-            return .packed(segment: segment, offset: offset)
-        default: return nil
         }
     }
 }

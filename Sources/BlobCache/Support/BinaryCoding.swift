@@ -67,9 +67,13 @@ struct BinaryReader {
 
     /// Reads a `UInt32` byte count and that many bytes of UTF-8.
     mutating func readLengthPrefixedString() -> String? {
-        guard let count = readUInt32().map(Int.init), remaining >= count else { return nil }
-        defer { offset += count }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count]), as: UTF8.self)
+        readLengthPrefixedBytes().map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Reads a `UInt32` byte count and that many bytes, left where they lie.
+    mutating func readLengthPrefixedBytes() -> UnsafeRawBufferPointer? {
+        guard let count = readUInt32().map(Int.init) else { return nil }
+        return readBytes(count)
     }
 
     /// Reads `count` raw bytes.

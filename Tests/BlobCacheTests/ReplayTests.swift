@@ -1,0 +1,187 @@
+import Testing
+@testable import BlobCache
+
+/// `CacheIndex.replay` (batched, keys parsed in place, CRCs checked on another core for a
+/// large journal) against the record-at-a-time walk it replaces: the same index, the same end
+/// and the same count of good records, on clean, damaged, refused and torn journals.
+@Suite("Batched replay")
+struct ReplayTests {
+    private static let salt: UInt64 = 0x5EED_0F_7E57
+    private static let seed: UInt64 = 0x1DE4_5EED
+
+    /// `count` records of every kind over shared keys and blobs, as a journal image after its
+    /// header: sets (some pinned, some keys not ASCII, blobs shared and packed), reads,
+    /// removals, relocations and one clear in the middle.
+    private static func records(_ count: Int, seed: UInt64 = 7) -> [JournalRecord] {
+        var generator = SeededGenerator(seed: seed)
+        func blob(_ number: Int) -> BlobInfo {
+            let place: BlobPlace = number % 3 == 0 ? .loose : .packed(segment: UInt32(1 + number % 5), offset: UInt64(number * 64))
+            return BlobInfo(id: BlobID(hashing: Array("blob \(number)".utf8)), codec: number % 2 == 0 ? .lz4 : .none,
+                            rawLength: 100 + number, payloadLength: 60 + number, place: place)
+        }
+        func key(_ number: Int) -> String {
+            number % 7 == 0 ? "ключ/\(number)/é" : "key/\(number)/padding-so-a-record-is-longer"
+        }
+        return (0..<count).map { step -> JournalRecord in
+            let keyNumber = Int.random(in: 0..<3_000, using: &generator)
+            if step == count / 2 { return .removeAll(includingPinned: false) }
+            switch Int.random(in: 0..<20, using: &generator) {
+            case 0..<12:
+                return .set(EntryRecord(key: key(keyNumber), blob: blob(Int.random(in: 0..<2_000, using: &generator)),
+                                        pinned: Int.random(in: 0..<10, using: &generator) == 0, created: Int64(step),
+                                        expiry: Bool.random(using: &generator) ? .max : Int64(10_000 + step), access: Int64(step)))
+            case 12..<16:
+                return .access(key: key(keyNumber), time: Int64(step))
+            case 16..<19:
+                return .remove(key: key(keyNumber), reason: .explicit)
+            default:
+                let moved = blob(Int.random(in: 0..<2_000, using: &generator))
+                return .relocate(BlobInfo(id: moved.id, codec: .zlib, rawLength: moved.rawLength, payloadLength: 40,
+                                          place: .packed(segment: 9, offset: UInt64(step * 16))))
+            }
+        }
+    }
+
+    private static func image(_ records: [JournalRecord]) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 120 * records.count)
+        for record in records { JournalFormat.frame(record, seed: JournalFormat.seed(salt: salt), cipher: nil, into: &writer) }
+        return writer.bytes
+    }
+
+    private typealias Outcome = (index: CacheIndex, end: JournalReader.End, records: Int)
+
+    /// The record-at-a-time replay: each frame checked, parsed into a `JournalRecord` and applied.
+    private static func walked(_ image: [UInt8], onto start: CacheIndex = CacheIndex(seed: seed)) -> Outcome {
+        var index = start
+        let walk = image.withUnsafeBytes { bytes in
+            JournalReader.walk(records: bytes, at: JournalFormat.headerSize, salt: salt, cipher: nil) { record, _ in index.apply(record) }
+        }
+        return (index, walk.end, walk.records)
+    }
+
+    private static func replayed(_ image: [UInt8], onto start: CacheIndex = CacheIndex(seed: seed)) -> Outcome {
+        var index = start
+        let walk = image.withUnsafeBytes { index.replay(records: $0, at: JournalFormat.headerSize, salt: salt, cipher: nil) }
+        return (index, walk.end, walk.records)
+    }
+
+    private static func expectSame(_ replayed: Outcome, _ walked: Outcome, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(replayed.end == walked.end, sourceLocation: sourceLocation)
+        #expect(replayed.records == walked.records, sourceLocation: sourceLocation)
+        #expect(replayed.index.firstDifference(from: walked.index) == nil, sourceLocation: sourceLocation)
+        #expect(walked.index.firstDifference(from: replayed.index) == nil, sourceLocation: sourceLocation)
+        let (a, b) = (replayed.index, walked.index)
+        #expect([a.logicalBytes, a.storedBytes, a.entryLogicalBytes, a.pinnedStoredBytes, a.pinnedEntries, a.livePackedBytes]
+                == [b.logicalBytes, b.storedBytes, b.entryLogicalBytes, b.pinnedStoredBytes, b.pinnedEntries, b.livePackedBytes],
+                sourceLocation: sourceLocation)
+        #expect(a.earliestExpiry == b.earliestExpiry, sourceLocation: sourceLocation)
+    }
+
+    /// The file offsets of an image's frames (the image starts at the journal's header size).
+    private static func frameOffsets(_ image: [UInt8]) -> [Int] {
+        var offsets: [Int] = [], offset = 0
+        while offset < image.count {
+            offsets.append(offset)
+            offset += JournalFormat.frameSize + image.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+        }
+        return offsets
+    }
+
+    /// Rewrites the CRC of the frame at `offset` (in the image) to match its bytes.
+    private static func resealCRC(_ image: inout [UInt8], frameAt offset: Int) {
+        let length = image.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+        let crc = image.withUnsafeBytes {
+            CRC32.update(JournalFormat.seed(salt: salt), UnsafeRawBufferPointer(rebasing: $0[(offset + 8)..<(offset + JournalFormat.frameSize + length)]))
+        }
+        withUnsafeBytes(of: crc.littleEndian) { image.replaceSubrange((offset + 4)..<(offset + 8), with: $0) }
+    }
+
+    private static let large = image(records(24_000))
+
+    @Test("a large clean journal (CRCs on another core) and a small one give the walk's index")
+    func cleanJournals() {
+        #expect(Self.large.count >= CacheIndex.parallelReplayBytes)
+        Self.expectSame(Self.replayed(Self.large), Self.walked(Self.large))
+        let small = Self.image(Self.records(300, seed: 8))
+        #expect(small.count < CacheIndex.parallelReplayBytes)
+        Self.expectSame(Self.replayed(small), Self.walked(small))
+    }
+
+    @Test("onto an index that already holds entries, as after a snapshot")
+    func ontoARestoredIndex() {
+        let first = Self.walked(Self.image(Self.records(2_000, seed: 9))).index
+        Self.expectSame(Self.replayed(Self.large, onto: first), Self.walked(Self.large, onto: first))
+    }
+
+    @Test("a bad CRC mid-journal stops both at that record, though the applying core has gone past it")
+    func badCRCMidJournal() {
+        var image = Self.large
+        let offsets = Self.frameOffsets(image)
+        image[offsets[offsets.count / 3] + 4] ^= 0x55
+        let walked = Self.walked(image)
+        #expect(walked.end == .corrupt(offset: JournalFormat.headerSize + offsets[offsets.count / 3], reason: "record CRC mismatch"))
+        #expect(walked.records == offsets.count / 3)
+        Self.expectSame(Self.replayed(image), walked)
+    }
+
+    @Test("a record that does not parse, with or without a good CRC, ends both the same way")
+    func unparsableRecord() {
+        let offsets = Self.frameOffsets(Self.large)
+        let victim = offsets[offsets.count / 4]
+        var resealed = Self.large
+        resealed[victim + 8] = 0x7F   // a type no record has
+        Self.resealCRC(&resealed, frameAt: victim)
+        let walked = Self.walked(resealed)
+        #expect(walked.end == .corrupt(offset: JournalFormat.headerSize + victim, reason: JournalReader.unparsable(kind: 0x7F)))
+        Self.expectSame(Self.replayed(resealed), walked)
+        // Both the type and the CRC wrong: the CRC is what a walk reports first.
+        var both = Self.large
+        both[victim + 8] = 0x7F
+        #expect(Self.walked(both).end == .corrupt(offset: JournalFormat.headerSize + victim, reason: "record CRC mismatch"))
+        Self.expectSame(Self.replayed(both), Self.walked(both))
+    }
+
+    @Test("a torn tail and a zero-filled tail end both where the last good record ends")
+    func tornTails() {
+        let cut = Array(Self.large.dropLast(5))
+        Self.expectSame(Self.replayed(cut), Self.walked(cut))
+        let zeroed = Self.large + [UInt8](repeating: 0, count: 4_096)
+        Self.expectSame(Self.replayed(zeroed), Self.walked(zeroed))
+    }
+
+    @Test("a record claiming more bytes than any cache holds is refused where the walk refuses it")
+    func refusedRecord() {
+        let claims = (0..<4_200).map { number -> JournalRecord in
+            .set(EntryRecord(key: "huge/\(number)", blob: BlobInfo(id: BlobID(hashing: Array("huge \(number)".utf8)), codec: .none,
+                                                                   rawLength: BlobInfo.maxLength, payloadLength: 1, place: .loose),
+                             pinned: false, created: 1, expiry: .max, access: 1))
+        }
+        let image = Self.large + Self.image(claims)
+        let walked = Self.walked(image)
+        guard case .corrupt(_, let reason) = walked.end else {
+            Issue.record("the walk took every claim: \(walked.end)")
+            return
+        }
+        #expect(reason == JournalReader.refused(kind: JournalRecord.Kind.set.rawValue))
+        Self.expectSame(Self.replayed(image), walked)
+    }
+
+    @Test("a key that is not UTF-8 is indexed as its String holds it, as the walk does")
+    func keyNotUTF8() {
+        let entry = EntryRecord(key: "AB", blob: BlobInfo(id: BlobID(hashing: [1]), codec: .none, rawLength: 1, payloadLength: 1, place: .loose),
+                                pinned: false, created: 1, expiry: .max, access: 1)
+        var image = Self.large + Self.image([.set(entry), .access(key: "AB", time: 5)])
+        let offsets = Self.frameOffsets(image)
+        for frame in offsets.suffix(2) {
+            // The key's two bytes follow the type byte, the access record's time and the length.
+            let keyAt = frame + JournalFormat.frameSize + (frame == offsets.last! ? 8 : 0) + 4
+            #expect(image[keyAt] == UInt8(ascii: "A"))
+            image[keyAt] = 0xFF
+            Self.resealCRC(&image, frameAt: frame)
+        }
+        let walked = Self.walked(image)
+        #expect(walked.index.slot(of: "\u{FFFD}B") != nil)
+        #expect(walked.end == .clean)
+        Self.expectSame(Self.replayed(image), walked)
+    }
+}
