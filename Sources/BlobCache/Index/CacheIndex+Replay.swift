@@ -59,7 +59,8 @@ extension CacheIndex {
         if fresh {
             // Sized once for the records there are (a compacted journal has one per entry), so
             // replay never rehashes and the tables are not oversized.
-            reserveCapacity(Self.capacity(forRecords: image))
+            // Keys take at most the journal's bytes.
+            reserveCapacity(Self.capacity(forRecords: image), keyBytes: image.count)
         }
         if let cipher {
             return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }
@@ -75,7 +76,7 @@ extension CacheIndex {
         let checkedStop = checked.end.stopOffset, appliedStop = applied.end.stopOffset
         if checkedStop < appliedStop {
             self = CacheIndex(seed: seed)
-            reserveCapacity(Self.capacity(forRecords: image))
+            reserveCapacity(Self.capacity(forRecords: image), keyBytes: image.count)
             return applyFrames(image, at: start, salt: salt, checkingCRC: true)
         }
         // Stopped at the same record: the check's reason is the one a walk gives first (the

@@ -318,8 +318,10 @@ struct CacheIndex {
     var entryCount: Int { keyTable.count }
     var blobCount: Int { blobTable.count }
 
-    /// Makes room for about `count` entries and blobs, so replay does not rehash as it grows.
-    mutating func reserveCapacity(_ count: Int) {
+    /// Makes room for about `count` entries and blobs, and `keyBytes` bytes of keys, so replay
+    /// does not rehash or copy as it grows. (Room, not memory: pages never written stay unmapped.)
+    mutating func reserveCapacity(_ count: Int, keyBytes: Int = 0) {
+        keyArena.reserveCapacity(min(keyBytes, Int(UInt32.max)))
         guard count > entries.count else { return }
         entries.reserveCapacity(count)
         blobs.reserveCapacity(count)
