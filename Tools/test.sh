@@ -21,10 +21,11 @@ cd "$(dirname "$0")/.."
 Tools/ensure-deps.sh --servers
 build=()
 # The tests that run threads in this process (ThreadSanitizer sees nothing in the others): the
-# stress test, snapshot restores (three tasks at once), async and single-flight callers,
+# stress test, snapshot restores (three tasks at once), replays (CRCs checked on another core),
+# async and single-flight callers,
 # observers, the memory tier's async reads, sets racing a rekey, and every large-value path that
 # hashes, compresses, reads or decodes on every core.
-THREAD_TESTS='StressTests/|SnapshotTests/|HostileBytesTests/forgedSnapshot|APITests/(asyncAccess|threads|codableChoices)|SingleFlightTests/|ObserverTests/|MemoryTierTests/asyncReadsFromMemory|NamespaceTests/asyncForms|StatisticsTests/metricsAndLogging|EncryptionDefectTests/setsRacingARekey|OpenWhileDecodingTests/|RawReadTests/|CodecTests/(damagedLargeLZ4|parallelFrameMatchesLZ4F)|BlobStoreTests/(largeLooseCorruption|largeValues)'
+THREAD_TESTS='StressTests/|SnapshotTests/|ReplayTests/|HostileBytesTests/forgedSnapshot|APITests/(asyncAccess|threads|codableChoices)|SingleFlightTests/|ObserverTests/|MemoryTierTests/asyncReadsFromMemory|NamespaceTests/asyncForms|StatisticsTests/metricsAndLogging|EncryptionDefectTests/setsRacingARekey|OpenWhileDecodingTests/|RawReadTests/|CodecTests/(damagedLargeLZ4|parallelFrameMatchesLZ4F)|BlobStoreTests/(largeLooseCorruption|largeValues)'
 # Left out under AddressSanitizer: the suites whose work is in child processes (the CLI, SIGKILLed
 # writers and rekeys), whose code the in-process suites run too, and the saved fuzz inputs, which
 # Tools/fuzz.sh replays under AddressSanitizer.

@@ -3,7 +3,8 @@ import Testing
 
 /// `CacheIndex.replay` (batched, keys parsed in place, CRCs checked on another core for a
 /// large journal) against the record-at-a-time walk it replaces: the same index, the same end
-/// and the same count of good records, on clean, damaged, refused and torn journals.
+/// and the same count of good records, on clean, damaged, refused and torn journals, each
+/// replayed on one core and on two (`parallelFrom: 0`); and against an index written out by hand.
 @Suite("Batched replay")
 struct ReplayTests {
     private static let salt: UInt64 = 0x5EED_0F_7E57
@@ -20,7 +21,8 @@ struct ReplayTests {
                             rawLength: 100 + number, payloadLength: 60 + number, place: place)
         }
         func key(_ number: Int) -> String {
-            number % 7 == 0 ? "ключ/\(number)/é" : "key/\(number)/padding-so-a-record-is-longer"
+            if number % 5 == 0 { return "\u{0}/ns\(number % 3)\u{0}key/\(number)" }   // in a namespace
+            return number % 7 == 0 ? "ключ/\(number)/é" : "key/\(number)/padding-so-a-record-is-longer"
         }
         return (0..<count).map { step -> JournalRecord in
             let keyNumber = Int.random(in: 0..<3_000, using: &generator)
@@ -59,10 +61,22 @@ struct ReplayTests {
         return (index, walk.end, walk.records)
     }
 
-    private static func replayed(_ image: [UInt8], onto start: CacheIndex = CacheIndex(seed: seed)) -> Outcome {
+    /// `CacheIndex.replay`, on this core alone (`parallel: false`) or with another checking CRCs.
+    private static func replayed(_ image: [UInt8], onto start: CacheIndex = CacheIndex(seed: seed), parallel: Bool) -> Outcome {
         var index = start
-        let walk = image.withUnsafeBytes { index.replay(records: $0, at: JournalFormat.headerSize, salt: salt, cipher: nil) }
+        let walk = image.withUnsafeBytes {
+            index.replay(records: $0, at: JournalFormat.headerSize, salt: salt, cipher: nil, parallelFrom: parallel ? 0 : .max)
+        }
         return (index, walk.end, walk.records)
+    }
+
+    /// Both replays of `image` give what the walk gives.
+    private static func expectBothSame(_ image: [UInt8], onto start: CacheIndex = CacheIndex(seed: seed),
+                                       sourceLocation: SourceLocation = #_sourceLocation) {
+        let walked = walked(image, onto: start)
+        for parallel in [false, true] {
+            expectSame(replayed(image, onto: start, parallel: parallel), walked, sourceLocation: sourceLocation)
+        }
     }
 
     private static func expectSame(_ replayed: Outcome, _ walked: Outcome, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -75,6 +89,7 @@ struct ReplayTests {
                 == [b.logicalBytes, b.storedBytes, b.entryLogicalBytes, b.pinnedStoredBytes, b.pinnedEntries, b.livePackedBytes],
                 sourceLocation: sourceLocation)
         #expect(a.earliestExpiry == b.earliestExpiry, sourceLocation: sourceLocation)
+        #expect(a.namespaces.usage == b.namespaces.usage, sourceLocation: sourceLocation)
     }
 
     /// The file offsets of an image's frames (the image starts at the journal's header size).
@@ -98,22 +113,50 @@ struct ReplayTests {
 
     private static let large = image(records(24_000))
 
-    @Test("a large clean journal (CRCs on another core) and a small one give the walk's index")
+    @Test("a large clean journal and a small one give the walk's index")
     func cleanJournals() {
         #expect(Self.large.count >= CacheIndex.parallelReplayBytes)
-        Self.expectSame(Self.replayed(Self.large), Self.walked(Self.large))
-        let small = Self.image(Self.records(300, seed: 8))
-        #expect(small.count < CacheIndex.parallelReplayBytes)
-        Self.expectSame(Self.replayed(small), Self.walked(small))
+        Self.expectBothSame(Self.large)
+        Self.expectBothSame(Self.image(Self.records(300, seed: 8)))
+        Self.expectBothSame([])
     }
 
     @Test("onto an index that already holds entries, as after a snapshot")
     func ontoARestoredIndex() {
         let first = Self.walked(Self.image(Self.records(2_000, seed: 9))).index
-        Self.expectSame(Self.replayed(Self.large, onto: first), Self.walked(Self.large, onto: first))
+        Self.expectBothSame(Self.large, onto: first)
     }
 
-    @Test("a bad CRC mid-journal stops both at that record, though the applying core has gone past it")
+    @Test("what a few records make, written out by hand: keys, shared blobs, pinning, order, a namespace")
+    func handWrittenIndex() {
+        func blob(_ number: Int, raw: Int, place: BlobPlace = .loose) -> BlobInfo {
+            BlobInfo(id: BlobID(hashing: [UInt8(number)]), codec: .none, rawLength: raw, payloadLength: raw, place: place)
+        }
+        func set(_ key: String, _ blob: BlobInfo, pinned: Bool = false, at time: Int64) -> JournalRecord {
+            .set(EntryRecord(key: key, blob: blob, pinned: pinned, created: time, expiry: .max, access: time))
+        }
+        let spaced = "\u{0}/ns\u{0}c"
+        let image = Self.image([
+            set("a", blob(1, raw: 100), at: 1), set("b", blob(1, raw: 100), at: 2), set(spaced, blob(2, raw: 50), pinned: true, at: 3),
+            .access(key: "a", time: 4), .remove(key: "b", reason: .explicit), set("d", blob(3, raw: 30), at: 6),
+            .relocate(blob(3, raw: 30, place: .packed(segment: 2, offset: 64))), .access(key: "gone", time: 8),
+        ])
+        for parallel in [false, true] {
+            let (index, end, records) = Self.replayed(image, parallel: parallel)
+            #expect(end == .clean && records == 8)
+            #expect(index.entryCount == 3 && index.blobCount == 3 && index.pinnedEntries == 1)
+            #expect(index.lruOrder().map(index.key(at:)) == ["a", "d"])
+            #expect(index.slot(of: "b") == nil)
+            #expect(index.blob(BlobID(hashing: [1]))?.references == 1)
+            #expect(index.blob(BlobID(hashing: [3]))?.info.place == .packed(segment: 2, offset: 64))
+            #expect(index.entry(at: index.slot(of: "a")!).access == 4)
+            #expect(index.logicalBytes == 180 && index.entryLogicalBytes == 180 && index.pinnedStoredBytes == blob(2, raw: 50).footprint)
+            #expect(index.namespaces.usage[NamespaceKey.prefix(of: "ns")]?.entries == 1)
+            #expect(index.namespaces.usage[NamespaceKey.prefix(of: "ns")]?.logicalBytes == 50)
+        }
+    }
+
+    @Test("a bad CRC mid-journal stops both at that record")
     func badCRCMidJournal() {
         var image = Self.large
         let offsets = Self.frameOffsets(image)
@@ -121,7 +164,7 @@ struct ReplayTests {
         let walked = Self.walked(image)
         #expect(walked.end == .corrupt(offset: JournalFormat.headerSize + offsets[offsets.count / 3], reason: "record CRC mismatch"))
         #expect(walked.records == offsets.count / 3)
-        Self.expectSame(Self.replayed(image), walked)
+        Self.expectBothSame(image)
     }
 
     @Test("a record that does not parse, with or without a good CRC, ends both the same way")
@@ -133,20 +176,19 @@ struct ReplayTests {
         Self.resealCRC(&resealed, frameAt: victim)
         let walked = Self.walked(resealed)
         #expect(walked.end == .corrupt(offset: JournalFormat.headerSize + victim, reason: JournalReader.unparsable(kind: 0x7F)))
-        Self.expectSame(Self.replayed(resealed), walked)
+        Self.expectBothSame(resealed)
         // Both the type and the CRC wrong: the CRC is what a walk reports first.
         var both = Self.large
         both[victim + 8] = 0x7F
         #expect(Self.walked(both).end == .corrupt(offset: JournalFormat.headerSize + victim, reason: "record CRC mismatch"))
-        Self.expectSame(Self.replayed(both), Self.walked(both))
+        Self.expectBothSame(both)
     }
 
     @Test("a torn tail and a zero-filled tail end both where the last good record ends")
     func tornTails() {
         let cut = Array(Self.large.dropLast(5))
-        Self.expectSame(Self.replayed(cut), Self.walked(cut))
-        let zeroed = Self.large + [UInt8](repeating: 0, count: 4_096)
-        Self.expectSame(Self.replayed(zeroed), Self.walked(zeroed))
+        Self.expectBothSame(cut)
+        Self.expectBothSame(Self.large + [UInt8](repeating: 0, count: 4_096))
     }
 
     @Test("a record claiming more bytes than any cache holds is refused where the walk refuses it")
@@ -163,7 +205,7 @@ struct ReplayTests {
             return
         }
         #expect(reason == JournalReader.refused(kind: JournalRecord.Kind.set.rawValue))
-        Self.expectSame(Self.replayed(image), walked)
+        Self.expectBothSame(image)
     }
 
     @Test("a key that is not UTF-8 is indexed as its String holds it, as the walk does")
@@ -182,6 +224,6 @@ struct ReplayTests {
         let walked = Self.walked(image)
         #expect(walked.index.slot(of: "\u{FFFD}B") != nil)
         #expect(walked.end == .clean)
-        Self.expectSame(Self.replayed(image), walked)
+        Self.expectBothSame(image)
     }
 }

@@ -54,10 +54,15 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         }
         image.withUnsafeBytes { bytes in
             guard case .success(let header) = JournalFormat.decodeHeader(bytes) else { return }
+            // The open's replay (batched, its CRCs checked on another core even for a short
+            // journal) must give what the record-at-a-time walk gives.
             var index = CacheIndex(seed: 1)
-            index.reserveCapacity(min(JournalReader.countFrames(records: UnsafeRawBufferPointer(rebasing: bytes[JournalFormat.headerSize...])),
-                                      bytes.count / 83))
-            _ = JournalReader.walk(bytes, salt: header.salt, cipher: nil) { record, _ in index.apply(record) }
+            let replay = index.replay(records: UnsafeRawBufferPointer(rebasing: bytes[JournalFormat.headerSize...]),
+                                      at: JournalFormat.headerSize, salt: header.salt, cipher: nil, parallelFrom: 0)
+            var walked = CacheIndex(seed: 1)
+            let walk = JournalReader.walk(bytes, salt: header.salt, cipher: nil) { record, _ in walked.apply(record) }
+            precondition(replay.end == walk.end && replay.records == walk.records, "replay ended \(replay), the walk \(walk)")
+            if let difference = index.firstDifference(from: walked) { preconditionFailure("replay and walk differ: \(difference)") }
             exercise(&index)
             // The same records read as an encrypted journal's: every payload must fail to open.
             var sealedIndex = CacheIndex(seed: 1)

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 extension CacheIndex {
     /// The two hashes a record's lookups need, computed once: its key's and its blob id's
@@ -50,44 +51,29 @@ extension CacheIndex {
     ///
     /// A plain journal is replayed in batches: each batch's records are parsed where they lie
     /// (no `String` a key), and their buckets read before any is applied, so that their cache
-    /// misses overlap. Into an empty index, the index is first sized for the records, and a
-    /// large journal has its CRCs checked on another core while this one applies; should that
-    /// find a bad record this one already applied, the replay starts again, checking as it goes.
-    mutating func replay(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
-                         cipher: CacheCipher?) -> (end: JournalReader.End, records: Int) {
-        let fresh = entries.isEmpty && blobs.isEmpty
-        if fresh {
+    /// misses overlap. An empty index is first sized for the records. From `parallelFrom`
+    /// bytes of journal, another core checks the CRCs ahead of this one, which applies: a
+    /// batch past what it has checked has its CRCs checked here, so no record is applied
+    /// unchecked, and neither core ever waits for the other.
+    mutating func replay(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, cipher: CacheCipher?,
+                         parallelFrom: Int = parallelReplayBytes) -> (end: JournalReader.End, records: Int) {
+        if entries.isEmpty && blobs.isEmpty {
             // Sized once for the records there are (a compacted journal has one per entry), so
-            // replay never rehashes and the tables are not oversized.
-            // Keys take at most the journal's bytes.
-            reserveCapacity(Self.capacity(forRecords: image), keyBytes: image.count)
+            // replay never rehashes and the tables are not oversized. Keys take at most the
+            // journal's bytes.
+            reserveCapacity(min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
         }
         if let cipher {
             return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }
         }
-        guard fresh, image.count >= Self.parallelReplayBytes, Parallel.cores > 1 else {
-            return applyFrames(image, at: start, salt: salt, checkingCRC: true)
+        guard image.count >= parallelFrom, Parallel.cores > 1 else {
+            return applyFrames(image, at: start, salt: salt, checked: nil)
         }
         let halves = ParallelReplay(index: CacheIndex(seed: seed), image: image, start: start, salt: salt)
         swap(&self, &halves.index)   // moved, not copied: the index stays uniquely referenced
         DispatchQueue.concurrentPerform(iterations: 2) { halves.run(task: $0) }
         swap(&self, &halves.index)
-        let (checked, applied) = (halves.checked, halves.applied)
-        let checkedStop = checked.end.stopOffset, appliedStop = applied.end.stopOffset
-        if checkedStop < appliedStop {
-            self = CacheIndex(seed: seed)
-            reserveCapacity(Self.capacity(forRecords: image), keyBytes: image.count)
-            return applyFrames(image, at: start, salt: salt, checkingCRC: true)
-        }
-        // Stopped at the same record: the check's reason is the one a walk gives first (the
-        // frame's CRC before its payload); that record was not applied either way.
-        return (checkedStop == appliedStop ? checked.end : applied.end, applied.records)
-    }
-
-    /// The most entries the records in `image` can make (one per frame, and at most one per
-    /// 83 bytes, the smallest set record: junk frames cannot inflate it).
-    private static func capacity(forRecords image: UnsafeRawBufferPointer) -> Int {
-        min(JournalReader.countFrames(records: image), image.count / 83)
+        return halves.applied
     }
 
     /// Below this many bytes of journal, a replay checks CRCs itself: another core's start-up
@@ -98,14 +84,15 @@ extension CacheIndex {
     /// few enough that their buckets stay in cache until applied.
     private static let replayBatch = 16
 
-    /// The batched replay behind `replay`: `checkingCRC` off when another core checks them.
+    /// The batched replay behind `replay`. `checked`: how far another core has checked CRCs.
     fileprivate mutating func applyFrames(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
-                                      checkingCRC: Bool) -> (end: JournalReader.End, records: Int) {
-        var frames = JournalReader.Frames(records: image, at: start, salt: salt, checkingCRC: checkingCRC)
+                                          checked: CheckedFrames?) -> (end: JournalReader.End, records: Int) {
+        var frames = JournalReader.Frames(records: image, at: start, salt: salt)
         var batch: [(record: JournalRecordView, hashes: RecordHashes, kind: UInt8, offset: Int)] = []
         batch.reserveCapacity(Self.replayBatch)
         var count = 0
         while true {
+            if let checked { frames.checkedUpTo = checked.end }
             // Parse a batch; `stop` is where the walk ends, if it ends within it.
             var stop: JournalReader.End?
             while batch.count < Self.replayBatch {
@@ -156,37 +143,50 @@ extension CacheIndex {
     }
 }
 
+/// How far one core has checked a journal's frames (their lengths and CRCs), for the core
+/// applying them: a file offset that only grows.
+final class CheckedFrames: Sendable {
+    private let checked: Atomic<Int>
+
+    init(start: Int) { checked = Atomic(start) }
+
+    /// Every frame that ends at or before this offset has a good CRC.
+    var end: Int { checked.load(ordering: .acquiring) }
+
+    /// Walks the frames of `image` (from file offset `start`), checking each, and says how far
+    /// they are good every 256 frames and at the end.
+    func check(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64) {
+        var frames = JournalReader.Frames(records: image, at: start, salt: salt)
+        var count = 0
+        while case .frame = frames.next() {
+            count += 1
+            if count % 256 == 0 { checked.store(frames.offset, ordering: .releasing) }
+        }
+        checked.store(frames.offset, ordering: .releasing)
+    }
+}
+
 /// The two halves of a parallel replay, run at once by `concurrentPerform`: one core checks
-/// every frame's CRC while the other applies the records to the index (each half writes only
-/// its own result, read after both are done).
+/// the frames' CRCs while the other applies the records to the index, checking those the
+/// first has not reached yet itself.
 private final class ParallelReplay: @unchecked Sendable {
     var index: CacheIndex
     let image: UnsafeRawBufferPointer
     let start: Int
     let salt: UInt64
-    var checked = (end: JournalReader.End.clean, records: 0)
+    let checked: CheckedFrames
     var applied = (end: JournalReader.End.clean, records: 0)
 
     init(index: CacheIndex, image: UnsafeRawBufferPointer, start: Int, salt: UInt64) {
         (self.index, self.image, self.start, self.salt) = (index, image, start, salt)
+        checked = CheckedFrames(start: start)
     }
 
     func run(task: Int) {
         if task == 0 {
-            checked = JournalReader.walk(records: image, at: start, salt: salt, cipher: nil, framesOnly: true) { _, _ in true }
+            checked.check(image, at: start, salt: salt)
         } else {
-            applied = index.applyFrames(image, at: start, salt: salt, checkingCRC: false)
-        }
-    }
-}
-
-extension JournalReader.End {
-    /// The file offset where the walk stopped taking records (`Int.max` when it never did).
-    var stopOffset: Int {
-        switch self {
-        case .clean: .max
-        case .tornTail(let validEnd): validEnd
-        case .corrupt(let offset, _): offset
+            applied = index.applyFrames(image, at: start, salt: salt, checked: checked)
         }
     }
 }

@@ -76,9 +76,10 @@ struct JournalReader {
     /// The reason of a `.corrupt` end at a record of type `kind` that the index refuses.
     static func refused(kind: UInt8) -> String { "record of type \(kind) claims more bytes than any cache holds" }
 
-    /// The frames of a journal image in order, each one's length checked and (unless
-    /// `checkingCRC` is off, for a caller that checks them elsewhere) its CRC: the one place
-    /// that knows where a record ends and whether the walk stops there.
+    /// The frames of a journal image in order, each one's length and CRC checked: the one
+    /// place that knows where a record ends and whether the walk stops there. A frame that ends
+    /// at or before `checkedUpTo` (a file offset another core's walk has already checked) has
+    /// its CRC taken as checked.
     ///
     ///     var frames = JournalReader.Frames(records: image, at: start, salt: salt)
     ///     while case .frame(let kind, let payload, let offset) = frames.next() { ... }
@@ -90,39 +91,43 @@ struct JournalReader {
             case end(End)
         }
 
+        /// Frames ending at or before this file offset are not checked again.
+        var checkedUpTo: Int
         private let image: UnsafeRawBufferPointer
         private let start: Int
         private let seed: UInt32
-        private let checkingCRC: Bool
-        private var offset = 0
+        private var position = 0
 
-        init(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, checkingCRC: Bool = true) {
+        init(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64) {
             self.image = image
             self.start = start
             self.seed = JournalFormat.seed(salt: salt)
-            self.checkingCRC = checkingCRC
+            checkedUpTo = start
         }
+
+        /// The file offset of the next frame: after a `.frame`, where that frame ends.
+        var offset: Int { start + position }
 
         /// The next frame, or how the walk ended (the same end again on every later call).
         mutating func next() -> Step {
             let total = image.count
-            guard offset < total else { return .end(.clean) }
-            guard total - offset >= JournalFormat.frameSize else { return .end(.tornTail(validEnd: start + offset)) }
-            let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            guard position < total else { return .end(.clean) }
+            guard total - position >= JournalFormat.frameSize else { return .end(.tornTail(validEnd: start + position)) }
+            let length = Int(UInt32(littleEndian: image.loadUnaligned(fromByteOffset: position, as: UInt32.self)))
             guard length >= 1, length <= JournalFormat.maxPayload else {
-                return .end(.corrupt(offset: start + offset, reason: "record length \(length) is impossible"))
+                return .end(.corrupt(offset: start + position, reason: "record length \(length) is impossible"))
             }
-            let end = offset + JournalFormat.frameSize + length
-            guard end <= total else { return .end(.tornTail(validEnd: start + offset)) }
-            let body = UnsafeRawBufferPointer(rebasing: image[(offset + 8)..<end])
-            if checkingCRC {
-                let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+            let end = position + JournalFormat.frameSize + length
+            guard end <= total else { return .end(.tornTail(validEnd: start + position)) }
+            let body = UnsafeRawBufferPointer(rebasing: image[(position + 8)..<end])
+            if start + end > checkedUpTo {
+                let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
                 guard CRC32.update(seed, body) == crc else {
-                    return .end(.corrupt(offset: start + offset, reason: "record CRC mismatch"))
+                    return .end(.corrupt(offset: start + position, reason: "record CRC mismatch"))
                 }
             }
-            defer { offset = end }
-            return .frame(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...]), offset: start + offset)
+            defer { position = end }
+            return .frame(kind: body[0], payload: UnsafeRawBufferPointer(rebasing: body[1...]), offset: start + position)
         }
     }
 }
