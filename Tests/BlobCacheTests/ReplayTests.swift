@@ -156,15 +156,55 @@ struct ReplayTests {
         }
     }
 
-    @Test("a bad CRC mid-journal stops both at that record")
-    func badCRCMidJournal() {
-        var image = Self.large
-        let offsets = Self.frameOffsets(image)
-        image[offsets[offsets.count / 3] + 4] ^= 0x55
-        let walked = Self.walked(image)
-        #expect(walked.end == .corrupt(offset: JournalFormat.headerSize + offsets[offsets.count / 3], reason: "record CRC mismatch"))
-        #expect(walked.records == offsets.count / 3)
-        Self.expectBothSame(image)
+    @Test("a bad CRC stops both at that record: the first, at a 256-frame mark, mid-journal")
+    func badCRCs() {
+        let offsets = Self.frameOffsets(Self.large)
+        for victim in [0, 255, 256, offsets.count / 3] {
+            var image = Self.large
+            image[offsets[victim] + 4] ^= 0x55
+            let walked = Self.walked(image)
+            #expect(walked.end == .corrupt(offset: JournalFormat.headerSize + offsets[victim], reason: "record CRC mismatch"))
+            #expect(walked.records == victim)
+            Self.expectBothSame(image)
+        }
+    }
+
+    @Test("frames up to a checked boundary skip their CRC, and no frame past it does (any start offset)")
+    func checkedBoundary() {
+        var image = Self.image(Self.records(40, seed: 11))
+        let offsets = Self.frameOffsets(image), victim = 20
+        image[offsets[victim] + 4] ^= 0x55   // the payload still parses: only the CRC tells
+        let start = (1 << 20) + 7            // as after a snapshot
+        func frames(trustingUpTo boundary: Int) -> (records: Int, end: JournalReader.End) {
+            image.withUnsafeBytes { bytes in
+                var frames = JournalReader.Frames(records: bytes, at: start, salt: Self.salt)
+                frames.assumeChecked(upTo: boundary)
+                var count = 0
+                while true {
+                    switch frames.next() {
+                    case .frame: count += 1
+                    case .end(let end): return (count, end)
+                    }
+                }
+            }
+        }
+        let bad = JournalReader.End.corrupt(offset: start + offsets[victim], reason: "record CRC mismatch")
+        #expect(frames(trustingUpTo: start).end == bad)
+        #expect(frames(trustingUpTo: start + offsets[victim]).end == bad)
+        #expect(frames(trustingUpTo: start + offsets[victim + 1]) == (40, .clean))
+        // A check run first publishes the bad frame's start, and the applier, trusting it, stops there.
+        let checked = CheckedFrames(start: start)
+        image.withUnsafeBytes { checked.check($0, at: start, salt: Self.salt) }
+        #expect(checked.end == start + offsets[victim])
+        var index = CacheIndex(seed: Self.seed)
+        let applied = image.withUnsafeBytes { index.applyFrames($0, at: start, salt: Self.salt, checked: checked) }
+        #expect(applied.end == bad && applied.records == victim)
+        // Told the bad frame was checked, it takes it: the skip is real.
+        var trusting = CacheIndex(seed: Self.seed)
+        let trusted = image.withUnsafeBytes {
+            trusting.applyFrames($0, at: start, salt: Self.salt, checked: CheckedFrames(start: start + offsets[victim + 1]))
+        }
+        #expect(trusted.end == .clean && trusted.records == 40)
     }
 
     @Test("a record that does not parse, with or without a good CRC, ends both the same way")

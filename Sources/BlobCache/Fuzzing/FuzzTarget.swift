@@ -54,20 +54,37 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         }
         image.withUnsafeBytes { bytes in
             guard case .success(let header) = JournalFormat.decodeHeader(bytes) else { return }
-            // The open's replay (batched, its CRCs checked on another core even for a short
-            // journal) must give what the record-at-a-time walk gives.
-            var index = CacheIndex(seed: 1)
-            let replay = index.replay(records: UnsafeRawBufferPointer(rebasing: bytes[JournalFormat.headerSize...]),
-                                      at: JournalFormat.headerSize, salt: header.salt, cipher: nil, parallelFrom: 0)
+            // The open's batched replay must give what the record-at-a-time walk gives: once
+            // checking every CRC itself, once taking them as another walk checked them (run
+            // first, so that what is skipped does not depend on timing).
+            let records = UnsafeRawBufferPointer(rebasing: bytes[JournalFormat.headerSize...])
             var walked = CacheIndex(seed: 1)
             let walk = JournalReader.walk(bytes, salt: header.salt, cipher: nil) { record, _ in walked.apply(record) }
-            precondition(replay.end == walk.end && replay.records == walk.records, "replay ended \(replay), the walk \(walk)")
-            if let difference = index.firstDifference(from: walked) { preconditionFailure("replay and walk differ: \(difference)") }
+            var index = CacheIndex(seed: 1)
+            let replay = index.replay(records: records, at: JournalFormat.headerSize, salt: header.salt, cipher: nil, parallelFrom: .max)
+            expectSameReplay(index, replay, walked, walk)
+            let checked = CheckedFrames(start: JournalFormat.headerSize)
+            checked.check(records, at: JournalFormat.headerSize, salt: header.salt)
+            var trusting = CacheIndex(seed: 1)
+            let trusted = trusting.applyFrames(records, at: JournalFormat.headerSize, salt: header.salt, checked: checked)
+            expectSameReplay(trusting, trusted, walked, walk)
             exercise(&index)
             // The same records read as an encrypted journal's: every payload must fail to open.
             var sealedIndex = CacheIndex(seed: 1)
             _ = JournalReader.walk(bytes, salt: header.salt, cipher: fuzzCipher) { record, _ in sealedIndex.apply(record) }
         }
+    }
+
+    /// Traps unless a replay ended, counted and built the index as the walk did.
+    private static func expectSameReplay(_ index: CacheIndex, _ replay: (end: JournalReader.End, records: Int),
+                                         _ walked: CacheIndex, _ walk: (end: JournalReader.End, records: Int)) {
+        precondition(replay.end == walk.end && replay.records == walk.records, "replay ended \(replay), the walk \(walk)")
+        if let difference = index.firstDifference(from: walked) { preconditionFailure("replay and walk differ: \(difference)") }
+        precondition([index.logicalBytes, index.storedBytes, index.entryLogicalBytes, index.pinnedStoredBytes, index.pinnedEntries,
+                      index.livePackedBytes] == [walked.logicalBytes, walked.storedBytes, walked.entryLogicalBytes,
+                                                 walked.pinnedStoredBytes, walked.pinnedEntries, walked.livePackedBytes]
+                     && index.earliestExpiry == walked.earliestExpiry && index.namespaces.usage == walked.namespaces.usage,
+                     "replay and walk differ in their totals")
     }
 
     /// A fixed key for the targets' encrypted reads.

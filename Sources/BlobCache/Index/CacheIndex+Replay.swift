@@ -84,15 +84,15 @@ extension CacheIndex {
     /// few enough that their buckets stay in cache until applied.
     private static let replayBatch = 16
 
-    /// The batched replay behind `replay`. `checked`: how far another core has checked CRCs.
-    fileprivate mutating func applyFrames(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
+    /// The batched replay behind `replay`. `checked`: how far another walk has checked CRCs.
+    mutating func applyFrames(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
                                           checked: CheckedFrames?) -> (end: JournalReader.End, records: Int) {
         var frames = JournalReader.Frames(records: image, at: start, salt: salt)
         var batch: [(record: JournalRecordView, hashes: RecordHashes, kind: UInt8, offset: Int)] = []
         batch.reserveCapacity(Self.replayBatch)
         var count = 0
         while true {
-            if let checked { frames.checkedUpTo = checked.end }
+            if let checked { frames.assumeChecked(upTo: checked.end) }
             // Parse a batch; `stop` is where the walk ends, if it ends within it.
             var stop: JournalReader.End?
             while batch.count < Self.replayBatch {
@@ -143,27 +143,36 @@ extension CacheIndex {
     }
 }
 
-/// How far one core has checked a journal's frames (their lengths and CRCs), for the core
-/// applying them: a file offset that only grows.
+/// How far one walk has checked a journal's frames (their lengths and CRCs), for the core
+/// applying them: a frame boundary of the image, as a file offset, that only grows.
 final class CheckedFrames: Sendable {
     private let checked: Atomic<Int>
+    private let abandoned = Atomic<Bool>(false)
 
+    /// Nothing checked yet: the walk starts at file offset `start`.
     init(start: Int) { checked = Atomic(start) }
 
     /// Every frame that ends at or before this offset has a good CRC.
     var end: Int { checked.load(ordering: .acquiring) }
 
-    /// Walks the frames of `image` (from file offset `start`), checking each, and says how far
-    /// they are good every 256 frames and at the end.
+    /// Walks the frames of `image` (from file offset `start`, the one given to `init`),
+    /// checking each, and says how far they are good every 256 frames and at the end; stops
+    /// early once `abandon()` is called.
     func check(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64) {
         var frames = JournalReader.Frames(records: image, at: start, salt: salt)
         var count = 0
         while case .frame = frames.next() {
             count += 1
-            if count % 256 == 0 { checked.store(frames.offset, ordering: .releasing) }
+            if count % 256 == 0 {
+                checked.store(frames.offset, ordering: .releasing)
+                if abandoned.load(ordering: .relaxed) { return }
+            }
         }
         checked.store(frames.offset, ordering: .releasing)
     }
+
+    /// Tells `check` that nobody needs the rest (the applying core has stopped).
+    func abandon() { abandoned.store(true, ordering: .relaxed) }
 }
 
 /// The two halves of a parallel replay, run at once by `concurrentPerform`: one core checks
@@ -187,6 +196,7 @@ private final class ParallelReplay: @unchecked Sendable {
             checked.check(image, at: start, salt: salt)
         } else {
             applied = index.applyFrames(image, at: start, salt: salt, checked: checked)
+            checked.abandon()
         }
     }
 }

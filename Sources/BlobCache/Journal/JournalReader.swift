@@ -78,8 +78,8 @@ struct JournalReader {
 
     /// The frames of a journal image in order, each one's length and CRC checked: the one
     /// place that knows where a record ends and whether the walk stops there. A frame that ends
-    /// at or before `checkedUpTo` (a file offset another core's walk has already checked) has
-    /// its CRC taken as checked.
+    /// at or before `checkedUpTo` (a frame boundary another walk of the same image has already
+    /// checked up to, `assumeChecked(upTo:)`) has its CRC taken as checked.
     ///
     ///     var frames = JournalReader.Frames(records: image, at: start, salt: salt)
     ///     while case .frame(let kind, let payload, let offset) = frames.next() { ... }
@@ -92,7 +92,7 @@ struct JournalReader {
         }
 
         /// Frames ending at or before this file offset are not checked again.
-        var checkedUpTo: Int
+        private(set) var checkedUpTo: Int
         private let image: UnsafeRawBufferPointer
         private let start: Int
         private let seed: UInt32
@@ -107,6 +107,12 @@ struct JournalReader {
 
         /// The file offset of the next frame: after a `.frame`, where that frame ends.
         var offset: Int { start + position }
+
+        /// Takes the CRCs of the frames up to file offset `boundary` as checked: it must be the
+        /// `offset` another walk of the same image from the same start reached. Only grows.
+        mutating func assumeChecked(upTo boundary: Int) {
+            checkedUpTo = max(checkedUpTo, boundary)
+        }
 
         /// The next frame, or how the walk ended (the same end again on every later call).
         mutating func next() -> Step {
