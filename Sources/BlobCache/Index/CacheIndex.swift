@@ -567,13 +567,13 @@ struct CacheIndex {
             : liveBytesOfHighSegments[number] ?? 0
     }
 
-    // MARK: Private
-
     /// Reads the buckets where `record`'s lookups start (`SlotTable.prefetch(hash:)`).
     mutating func prefetchBuckets(of record: JournalRecordView, hashes: RecordHashes) {
         if record.key != nil { keyTable.prefetch(hash: hashes.key) }
         if record.blob != nil { blobTable.prefetch(hash: hashes.blob) }
     }
+
+    // MARK: Private
 
     private func blobSlot(of id: BlobID) -> Int32? { blobSlot(of: id, hash: KeyHash.hash(id, seed: seed)) }
 
