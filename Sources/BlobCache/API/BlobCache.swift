@@ -389,9 +389,13 @@ public final class BlobCache: Sendable {
             throw BlobCacheError.valueTooLarge(storedBytes: raw.count, limit: CacheCipher.maxPlaintext)
         }
         let prepared: PreparedBlob
+        // A large value's staging file, made while it is hashed; deleted unless `stage` takes it.
+        var stagingFile: StagingFile?
+        defer { pipeline.discard(stagingFile) }
         if knownID == nil && raw.count >= Parallel.threshold {
-            // Large: hash on one core while the others compress; a duplicate wastes one compression.
-            prepared = pipeline.prepare(raw)
+            // Large: hash on one core while the others compress and create its file; a duplicate
+            // wastes one compression and one create.
+            (prepared, stagingFile) = pipeline.prepareWithStagingFile(raw)
             if try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
                 return prepared.id
             }
@@ -408,7 +412,15 @@ public final class BlobCache: Sendable {
         if let limit = try withOpenEngine({ $0.limits.maxStoredBytes }), prepared.imageCount > limit {
             throw BlobCacheError.valueTooLarge(storedBytes: prepared.imageCount, limit: limit)
         }
-        let staged = prepared.packed ? nil : try pipeline.stage(prepared)
+        let staged: StagedLooseBlob?
+        if prepared.packed {
+            staged = nil
+        } else if let file = stagingFile {
+            stagingFile = nil
+            staged = try pipeline.stage(prepared, in: file)
+        } else {
+            staged = try pipeline.stage(prepared)
+        }
         let published: Bool
         do {
             published = try perform { engine in

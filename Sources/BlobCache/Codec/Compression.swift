@@ -45,21 +45,27 @@ enum Compression {
     /// Encodes `raw` with `codec`, falling back to `.none` when compression does not pay.
     /// `first` (the caller's hash) runs before or, for a large value, while it is encoded: a
     /// large LZ4 value is compressed on every core, and the core that ran `first` joins in after.
+    /// `alongside` (the caller's file create) runs on another core than `first` where there is
+    /// one, before that core's share of the encoding.
     ///
     ///     let encoded = Compression.encode(value, codec: .lz4, headroom: 40)
     static func encode(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int,
-                       first: (() -> Void)? = nil) -> Encoded {
+                       first: (() -> Void)? = nil, alongside: (() -> Void)? = nil) -> Encoded {
         let compressed: Encoded?
         if codec == .lz4, raw.count >= Parallel.threshold {
-            compressed = LZ4Frame.encodeOnEveryCore(raw, headroom: headroom, first: first).map {
+            compressed = LZ4Frame.encodeOnEveryCore(raw, headroom: headroom, first: first, alongside: alongside).map {
                 Encoded(buffer: $0, tag: .lz4, headroom: headroom)
             }
-        } else if let first, codec != .none, raw.count >= Parallel.threshold {
+        } else if let first, raw.count >= Parallel.threshold, codec != .none || alongside != nil {
             var result: Encoded?
-            Parallel.run([first, { result = compress(raw, codec: codec, headroom: headroom) }])
+            Parallel.run([first, {
+                alongside?()
+                result = compress(raw, codec: codec, headroom: headroom)
+            }])
             compressed = result
         } else {
             first?()
+            alongside?()
             compressed = raw.isEmpty ? nil : compress(raw, codec: codec, headroom: headroom)
         }
         if let compressed, compressed.payloadCount < raw.count { return compressed }

@@ -54,7 +54,8 @@ struct LZ4Frame {
     /// Compresses `raw` into one LZ4 frame (the frame `lz4` and LZ4F would write: same header,
     /// independent blocks) on every core, each core compressing the next block nobody has
     /// taken, after `headroom` zero bytes. `nil` on error.
-    static func encodeOnEveryCore(_ raw: UnsafeRawBufferPointer, headroom: Int, first: (() -> Void)?) -> [UInt8]? {
+    static func encodeOnEveryCore(_ raw: UnsafeRawBufferPointer, headroom: Int, first: (() -> Void)?,
+                                  alongside: (() -> Void)? = nil) -> [UInt8]? {
         let blockMax = blobcache_lz4_block_max(raw.count)
         let count = (raw.count + blockMax - 1) / blockMax
         let stride = blobcache_lz4_block_bound(blockMax)
@@ -66,7 +67,7 @@ struct LZ4Frame {
             sizes.deallocate()
         }
         let queue = BlockQueue(count: count)
-        Parallel.onEveryCore(upTo: count, first: first) {
+        Parallel.onEveryCore(upTo: count, first: first, second: alongside) {
             while let index = queue.next() {
                 sizes[index] = blobcache_lz4_encode_block(raw.baseAddress, raw.count, blockMax, index,
                                                           slots.baseAddress! + index * stride)

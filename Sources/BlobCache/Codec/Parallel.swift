@@ -29,12 +29,16 @@ enum Parallel {
     }
 
     /// Runs `work` at once on every core (at most `limit` of them); one of them runs `first`
-    /// before it. `work` is expected to take its pieces from a shared `BlockQueue`, so a core
-    /// busy with `first`, or lent to something else, simply takes fewer.
-    static func onEveryCore(upTo limit: Int, first: (() -> Void)?, _ work: @escaping () -> Void) {
-        run((0..<max(1, min(cores, limit))).map { worker in
+    /// before it, and another `second` (the same one when there is one core). `work` is
+    /// expected to take its pieces from a shared `BlockQueue`, so a core busy with `first`, or
+    /// lent to something else, simply takes fewer.
+    static func onEveryCore(upTo limit: Int, first: (() -> Void)?, second: (() -> Void)? = nil,
+                            _ work: @escaping () -> Void) {
+        let workers = max(1, min(cores, limit))
+        run((0..<workers).map { worker in
             {
                 if worker == 0 { first?() }
+                if worker == min(1, workers - 1) { second?() }
                 work()
             }
         })

@@ -85,13 +85,15 @@ extension CacheEngine {
         return report
     }
 
-    /// Deletes the staged files that processes now gone left in `packs/` and the shard
-    /// directories (a writer that crashed between staging and publishing), by name alone: no
-    /// file is read or stat'ed. Open runs it when the last open did not close cleanly or the
-    /// journal shows a crash; compact and fsck --repair always sweep.
+    /// Deletes the staged files that processes now gone left in `packs/`, `objects/` and the
+    /// shard directories (a writer that crashed between staging and publishing), by name
+    /// alone: no file is read or stat'ed. Open runs it when the last open did not close
+    /// cleanly or the journal shows a crash; compact and fsck --repair always sweep.
     func sweepStaleTemporaries() throws {
-        for name in try io.listDirectory(files.packs) where CacheFiles.isStagingName(name) && CacheFiles.stagingOwnerIsGone(name) {
-            _ = try? io.remove(files.packs.appending(name))
+        for directory in [files.packs, files.objects] {
+            for name in try io.listDirectory(directory) where CacheFiles.isStagingName(name) && CacheFiles.stagingOwnerIsGone(name) {
+                _ = try? io.remove(directory.appending(name))
+            }
         }
         for shard in try io.listDirectory(files.objects) where CacheFiles.isShardName(shard) {
             let shardPath = files.objects.appending(shard)

@@ -275,6 +275,17 @@ struct FileIO: Sendable {
         return true
     }
 
+    /// Creates a loose blob's two shard directories, upper first, where missing. With
+    /// `durably`, their names are fsynced in their parents (whichever thread made them): a
+    /// publish fsyncs only the lower one, and a blob whose directory a power cut forgot would
+    /// be lost with it.
+    func makeShardDirectories(_ shards: (upper: CachePath, lower: CachePath), durably: Bool) throws {
+        for directory in [shards.upper, shards.lower] {
+            try makeDirectory(directory)
+            if durably { try syncDirectory(directory.removingLastComponent()) }
+        }
+    }
+
     /// Whether `path` names a regular file (not a link to one).
     func isRegularFile(_ path: CachePath) throws -> Bool { try fileType(path) == .regular }
 

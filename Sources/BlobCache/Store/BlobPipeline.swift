@@ -48,7 +48,7 @@ struct BlobPipeline: Sendable {
             do {
                 fd = try io.create(temporary)
             } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where attempt < Self.stagingAttempts {
-                do { try makeShardDirectories(for: final) } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
+                do { try io.makeShardDirectories(shards, durably: synchronous) } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
             }
         }
         guard let fd else { throw BlobCacheError.io(operation: "create", path: temporary.string, errno: .noSuchFileOrDirectory) }
@@ -67,17 +67,6 @@ struct BlobPipeline: Sendable {
     /// How often a stage tries to create its file before giving up on a shard directory that
     /// keeps vanishing (each loss means another thread just deleted that shard's last blob).
     static let stagingAttempts = 16
-
-    /// Creates the two shard directories of `final`'s blob. When synchronous, their names are
-    /// fsynced in their parents (whichever thread made them): the publish fsyncs only the leaf
-    /// directory, and a blob whose directory a power cut forgot would be lost with it.
-    private func makeShardDirectories(for final: CachePath) throws {
-        let leaf = final.removingLastComponent(), shard = leaf.removingLastComponent()
-        for directory in [shard, leaf] {
-            try io.makeDirectory(directory)
-            if synchronous { try io.syncDirectory(directory.removingLastComponent()) }
-        }
-    }
 
     /// Deletes a staged file that will not be published (best effort: a left-over one is
     /// swept by compact and fsck --repair).

@@ -131,7 +131,14 @@ final class BlobStore: @unchecked Sendable {
 
     /// Renames a staged blob to its name (under the lock, so it is ordered with deletions).
     func publish(_ staged: StagedLooseBlob) throws {
-        try io.rename(staged.temporary, to: staged.final)
+        do {
+            try io.rename(staged.temporary, to: staged.final)
+        } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where staged.isStagedOutsideItsShard {
+            // Staged in `objects/`: deleting the last blob of its shard has removed the shard's
+            // directories since the stage made them. Nothing removes them while the lock is held.
+            try io.makeShardDirectories(staged.shards, durably: synchronous)
+            try io.rename(staged.temporary, to: staged.final)
+        }
         if synchronous { try io.syncDirectory(staged.final.removingLastComponent()) }
     }
 

@@ -31,6 +31,10 @@ struct DirectoryScan {
         }
         for shard in try (scanned.contains(objects) ? io.listDirectory(objects) : []).sorted() {
             let shardPath = objects.appending(shard)
+            if CacheFiles.isStagingName(shard), try io.isRegularFile(shardPath) {
+                temporaryFiles.append(shardPath)   // a large set's, made before its id was known
+                continue
+            }
             guard CacheFiles.isShardName(shard), try io.isDirectory(shardPath) else {
                 if CacheFiles.isShardName(shard) { irregularFiles.append(shardPath) } else { unknownFiles.append(shardPath) }
                 continue

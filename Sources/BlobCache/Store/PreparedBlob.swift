@@ -39,18 +39,20 @@ struct PreparedBlob: Sendable {
     }
 
     /// Hashes and encodes `value`: a large one is hashed on one core while the others compress
-    /// it (the hashing core joins in after).
+    /// it (the hashing core joins in after). `alongside` runs on another core than the hash.
     static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int,
-                                   cipher: CacheCipher?) -> PreparedBlob {
+                                   cipher: CacheCipher?, alongside: (() -> Void)? = nil) -> PreparedBlob {
         var id: BlobID?
         let hasher = BlobHasher(cipher)
-        let encoded = encode(value, codec: codec, first: { id = hasher.id(of: value) })
+        let encoded = encode(value, codec: codec, first: { id = hasher.id(of: value) }, alongside: alongside)
         return framing(encoded, id: id!, rawLength: value.count, packThreshold: packThreshold, cipher: cipher)
     }
 
-    /// Compresses `value` with room for either header in front; `first` runs alongside.
-    private static func encode(_ value: UnsafeRawBufferPointer, codec: Codec, first: (() -> Void)? = nil) -> Compression.Encoded {
-        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize, first: first)
+    /// Compresses `value` with room for either header in front; `first` and `alongside` run
+    /// beside it.
+    private static func encode(_ value: UnsafeRawBufferPointer, codec: Codec, first: (() -> Void)? = nil,
+                               alongside: (() -> Void)? = nil) -> Compression.Encoded {
+        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize, first: first, alongside: alongside)
     }
 
     /// Places an encoded blob by its stored size and writes the matching header.
@@ -86,4 +88,13 @@ struct PreparedBlob: Sendable {
 struct StagedLooseBlob: Sendable {
     let temporary: CachePath
     let final: CachePath
+
+    /// Whether it was staged outside its shard directory (in `objects/`, before its id was known).
+    var isStagedOutsideItsShard: Bool { temporary.removingLastComponent() != final.removingLastComponent() }
+
+    /// The shard directories of `final`, upper first.
+    var shards: (upper: CachePath, lower: CachePath) {
+        let lower = final.removingLastComponent()
+        return (lower.removingLastComponent(), lower)
+    }
 }

@@ -12,12 +12,17 @@ struct FaultTests {
     static let scenarios: [FaultScenario] = {
         let newPacked = Samples.random(1800, seed: 7001)
         let newLoose = Samples.random(15_000, seed: 7002)
+        // Hashed on one core while another creates its staging file in objects/ (EarlyStagingTests).
+        let newLarge = Samples.random(Parallel.threshold + 4096, seed: 7003)
         return [
             FaultScenario(name: "set new packed", effects: ["new": .becomes(newPacked)]) {
                 try $0.cache.set(newPacked, forKey: "new")
             },
             FaultScenario(name: "set new loose", effects: ["new": .becomes(newLoose)]) {
                 try $0.cache.set(newLoose, forKey: "new")
+            },
+            FaultScenario(name: "set new large", effects: ["new": .becomes(newLarge)]) {
+                try $0.cache.set(newLarge, forKey: "new")
             },
             FaultScenario(name: "set dedup", effects: ["new": .becomes(FaultScenario.seeded["l1"]!)]) {
                 try $0.cache.set(FaultScenario.seeded["l1"]!, forKey: "new")

@@ -42,6 +42,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var beforeOpen: (@Sendable (CachePath) -> Void)?
         var afterOpen: (@Sendable (CachePath) -> Void)?
         var beforeSync: (@Sendable (CachePath) -> Void)?
+        var beforeRename: (@Sendable (CachePath, CachePath) -> Void)?
         var shortWrite: (suffix: String, between: @Sendable () -> Void, writes: Int)?
     }
 
@@ -88,6 +89,12 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     /// (outside this file system's lock), so a test can act while another thread waits on it.
     func interposeOnSync(before: (@Sendable (CachePath) -> Void)?) {
         state.withLock { $0.beforeSync = before }
+    }
+
+    /// Runs `before` ahead of every `rename` (outside this file system's lock), with its source
+    /// and destination, so a test can change the directory at exactly that point.
+    func interposeOnRename(before: (@Sendable (CachePath, CachePath) -> Void)?) {
+        state.withLock { $0.beforeRename = before }
     }
 
     /// Takes the directory at `root` as durable now and tracks, from here on, what a power
@@ -202,6 +209,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     }
 
     func rename(_ source: CachePath, to destination: CachePath) throws(Errno) {
+        if let before = state.withLock({ $0.beforeRename }) { before(source, destination) }
         try enter(.rename, source)
         try real.rename(source, to: destination)
         state.withLock { state in

@@ -55,15 +55,18 @@ struct ReviewDefectTests {
         try cache.close()
         #expect(readFile(dir.appending("lock")).isEmpty, "a clean close empties the lock file")
         // What a writer killed while staging leaves: its pid in the lock file, a staged file
-        // in a shard directory and one in packs/, a journal that ends on a whole record.
+        // in a shard directory, one in objects/ (a large set's), one in packs/, a journal that
+        // ends on a whole record.
         writeFile(dir.appending("lock"), Array("999999\n".utf8))
         try FileManager.default.createDirectory(atPath: dir.appending("objects/a/b"), withIntermediateDirectories: true)
         writeFile(dir.appending("objects/a/b/tmp.999999.1a2b.77"), [1, 2, 3])
         writeFile(dir.appending("packs/tmp.999999.1a2b.78"), [4, 5, 6])
+        writeFile(dir.appending("objects/tmp.999999.1a2b.79"), [7, 8, 9])
         let reopened = try openCache(dir)
         #expect(reopened.openReport.recovery == .none)
         #expect(!FileManager.default.fileExists(atPath: dir.appending("objects/a/b/tmp.999999.1a2b.77")))
         #expect(!FileManager.default.fileExists(atPath: dir.appending("packs/tmp.999999.1a2b.78")))
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("objects/tmp.999999.1a2b.79")))
         #expect(try reopened.bytes(forKey: "k") != nil)
     }
 

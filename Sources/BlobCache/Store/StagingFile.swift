@@ -1,0 +1,62 @@
+import SystemPackage
+
+/// A file made for a large loose blob before its id is known: in `objects/` itself, under a
+/// staging name, open for writing. After hashing, creating a file (an inode allocation) is
+/// the costliest step of a large set, so a set makes it on one core while another hashes,
+/// and the publish renames it into its shard.
+struct StagingFile: Sendable {
+    let path: CachePath
+    let descriptor: FileDescriptor
+}
+
+extension BlobPipeline {
+    /// Hashes and encodes a large `value` as `prepare(_:)` does and meanwhile, on another core,
+    /// creates the file it will be staged in. No file when sets are synchronous (a rename
+    /// between two directories would need both fsynced) or when the create fails: `stage`
+    /// then makes one in the shard, as for any other blob.
+    ///
+    ///     let (blob, file) = pipeline.prepareWithStagingFile(bytes)
+    ///     let staged = try pipeline.stage(blob, in: file)
+    func prepareWithStagingFile(_ value: UnsafeRawBufferPointer) -> (blob: PreparedBlob, file: StagingFile?) {
+        guard !synchronous else { return (prepare(value), nil) }
+        var file: StagingFile?
+        let blob = PreparedBlob.hashingAndEncoding(value, codec: codec, packThreshold: packThreshold, cipher: cipher,
+                                                   alongside: { file = makeStagingFile() })
+        return (blob, file)
+    }
+
+    /// Writes `blob` into `file` (made by `prepareWithStagingFile`) and closes it, making the
+    /// blob's shard directories when they are missing (the publish makes them again should a
+    /// deletion remove them meanwhile). The file is deleted when this throws.
+    func stage(_ blob: PreparedBlob, in file: StagingFile) throws -> StagedLooseBlob {
+        let shards = files.shardDirectories(of: blob.id)
+        do {
+            guard try io.shardDirectoriesAreReal(shards) else {
+                throw BlobCacheError.io(operation: "lstat", path: shards.lower.string, errno: .tooManySymbolicLinkLevels)
+            }
+            if try io.fileType(shards.lower) == nil {
+                do { try io.makeShardDirectories(shards, durably: synchronous) } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
+            }
+            try blob.withImage { try io.writeAll(file.descriptor, $0, at: 0, path: file.path) }
+            if synchronous { try io.sync(file.descriptor, path: file.path) }
+        } catch {
+            discard(file)
+            throw error
+        }
+        io.close(file.descriptor)
+        return StagedLooseBlob(temporary: file.path, final: files.loosePath(of: blob.id))
+    }
+
+    /// Closes and deletes a staging file that no blob will be published from.
+    func discard(_ file: StagingFile?) {
+        guard let file else { return }
+        io.close(file.descriptor)
+        _ = try? io.remove(file.path)
+    }
+
+    private func makeStagingFile() -> StagingFile? {
+        let path = files.stagingPath(in: files.objects)
+        guard let descriptor = try? io.create(path) else { return nil }
+        return StagingFile(path: path, descriptor: descriptor)
+    }
+}
