@@ -275,6 +275,14 @@ struct FileIO: Sendable {
         return true
     }
 
+    /// Throws ELOOP, naming the lower one, unless `shardDirectoriesAreReal(shards)`: before a
+    /// blob is written below them.
+    func requireRealShardDirectories(_ shards: (upper: CachePath, lower: CachePath)) throws {
+        guard try shardDirectoriesAreReal(shards) else {
+            throw BlobCacheError.io(operation: "lstat", path: shards.lower.string, errno: .tooManySymbolicLinkLevels)
+        }
+    }
+
     /// Creates a loose blob's two shard directories, upper first, where missing. With
     /// `durably`, their names are fsynced in their parents (whichever thread made them): a
     /// publish fsyncs only the lower one, and a blob whose directory a power cut forgot would

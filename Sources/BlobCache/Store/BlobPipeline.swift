@@ -40,9 +40,7 @@ struct BlobPipeline: Sendable {
         let final = files.loosePath(of: blob.id)
         let shards = files.shardDirectories(of: blob.id)
         let temporary = files.stagingPath(in: shards.lower)
-        guard try io.shardDirectoriesAreReal(shards) else {
-            throw BlobCacheError.io(operation: "lstat", path: shards.lower.string, errno: .tooManySymbolicLinkLevels)
-        }
+        try io.requireRealShardDirectories(shards)
         var fd: FileDescriptor?
         for attempt in 1...Self.stagingAttempts where fd == nil {
             do {

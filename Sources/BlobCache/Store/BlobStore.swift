@@ -131,11 +131,16 @@ final class BlobStore: @unchecked Sendable {
 
     /// Renames a staged blob to its name (under the lock, so it is ordered with deletions).
     func publish(_ staged: StagedLooseBlob) throws {
+        if staged.isStagedOutsideItsShard {
+            // No staged file kept its shard directories since the stage looked at them: the
+            // lock now keeps them, so look again (a link there would take the blob out of DIR).
+            try io.requireRealShardDirectories(staged.shards)
+        }
         do {
             try io.rename(staged.temporary, to: staged.final)
         } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where staged.isStagedOutsideItsShard {
-            // Staged in `objects/`: deleting the last blob of its shard has removed the shard's
-            // directories since the stage made them. Nothing removes them while the lock is held.
+            // Deleting the last blob of its shard has removed the shard's directories since
+            // the stage made them. Nothing removes them while the lock is held.
             try io.makeShardDirectories(staged.shards, durably: synchronous)
             try io.rename(staged.temporary, to: staged.final)
         }

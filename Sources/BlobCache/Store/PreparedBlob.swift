@@ -39,7 +39,8 @@ struct PreparedBlob: Sendable {
     }
 
     /// Hashes and encodes `value`: a large one is hashed on one core while the others compress
-    /// it (the hashing core joins in after). `alongside` runs on another core than the hash.
+    /// it (the hashing core joins in after). `alongside` runs on another core than the hash
+    /// where there is one and the value has more than one block to compress (else after it).
     static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int,
                                    cipher: CacheCipher?, alongside: (() -> Void)? = nil) -> PreparedBlob {
         var id: BlobID?

@@ -27,13 +27,12 @@ extension BlobPipeline {
 
     /// Writes `blob` into `file` (made by `prepareWithStagingFile`) and closes it, making the
     /// blob's shard directories when they are missing (the publish makes them again should a
-    /// deletion remove them meanwhile). The file is deleted when this throws.
+    /// deletion remove them meanwhile: no staged file in them keeps them). The file is deleted
+    /// when this throws.
     func stage(_ blob: PreparedBlob, in file: StagingFile) throws -> StagedLooseBlob {
         let shards = files.shardDirectories(of: blob.id)
         do {
-            guard try io.shardDirectoriesAreReal(shards) else {
-                throw BlobCacheError.io(operation: "lstat", path: shards.lower.string, errno: .tooManySymbolicLinkLevels)
-            }
+            try io.requireRealShardDirectories(shards)
             if try io.fileType(shards.lower) == nil {
                 do { try io.makeShardDirectories(shards, durably: synchronous) } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
             }

@@ -5,7 +5,8 @@ import Testing
 
 /// A large set creates its staging file in `objects/` while the value is hashed, and its
 /// publish renames the file into its shard (`StagingFile`): where that file is made, what
-/// happens when it cannot be, and what a crash leaves of it.
+/// happens when it cannot be, what a deletion or a planted link does between the stage and
+/// the publish, and what a crash leaves.
 @Suite("Large sets staged before their id is known")
 struct EarlyStagingTests {
     /// Large enough to be hashed on one core while another compresses (and creates the file).
@@ -19,10 +20,22 @@ struct EarlyStagingTests {
         return directories.enumerated().filter { $0.offset == 0 || directories[$0.offset - 1] != $0.element }.map(\.element)
     }
 
+    /// `objects/<a>/<b>`, the shard of `value`'s blob, relative to the cache.
+    static func ownShard(of value: [UInt8]) -> String {
+        let hex = BlobID(hashing: value).hex
+        return "objects/\(hex.prefix(1))/\(hex.dropFirst().prefix(1))"
+    }
+
     /// The files below `objects/` other than the blobs of `values`.
     static func strayFiles(_ dir: TemporaryDirectory, keeping values: [[UInt8]]) -> [String] {
         let blobs = Set(values.map { looseFile(dir.path, BlobID(hashing: $0)) })
         return filesBelow(dir.appending("objects")).filter { !blobs.contains(dir.appending("objects/" + $0)) }
+    }
+
+    static func checkIsClean(_ dir: TemporaryDirectory) throws {
+        var options = BlobCache.CheckOptions()
+        options.lockTimeout = nil
+        #expect(try BlobCache.check(directory: dir.path, options: options).findings.isEmpty)
     }
 
     @Test("a large set creates its staging file in objects/ and leaves only its blob in its shard")
@@ -33,63 +46,106 @@ struct EarlyStagingTests {
         let value = Samples.random(Self.large, seed: 41)
         fileSystem.startTracing()
         try cache.set(value, forKey: "k")
-        let trace = fileSystem.stopTracing()
-        #expect(Self.stagingDirectories(trace, root: dir.path) == ["objects"])
+        #expect(Self.stagingDirectories(fileSystem.stopTracing(), root: dir.path) == ["objects"])
         #expect(same(try cache.bytes(forKey: "k"), value))
         #expect(Self.strayFiles(dir, keeping: [value]).isEmpty)
+        try cache.close()
+        try Self.checkIsClean(dir)
     }
 
-    @Test("under .powerLossSafe a large set stages in its shard: a rename between directories would need both fsynced")
-    func powerLossSafeStagesInShard() throws {
+    @Test("under .powerLossSafe a large set stages in its own shard: a rename between directories would need both fsynced")
+    func powerLossSafeStagesInOwnShard() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let cache = try openCache(dir, fileSystem) { $0.durability = .powerLossSafe }
-        let value = Samples.random(Self.large, seed: 42)
+        for seed in UInt64(51)...54 {
+            let value = Samples.random(Self.large, seed: seed)
+            fileSystem.startTracing()
+            try cache.set(value, forKey: "k\(seed)")
+            #expect(Self.stagingDirectories(fileSystem.stopTracing(), root: dir.path) == [Self.ownShard(of: value)])
+            #expect(same(try cache.bytes(forKey: "k\(seed)"), value))
+        }
+    }
+
+    /// Sets a large value in a fresh cache, with `onWrite` run before its stage writes the file
+    /// (its shard directories made) and `onRename` before its publish; returns the directory,
+    /// cache and value, and how the set ended.
+    static func setLarge(onWrite: (@Sendable (CacheFiles, BlobID) -> Void)? = nil,
+                         onRename: (@Sendable (CacheFiles, BlobID) -> Void)? = nil)
+        throws -> (dir: TemporaryDirectory, cache: BlobCache, value: [UInt8], result: Result<Void, any Error>) {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let cache = try openCache(dir, fileSystem)
+        let value = Samples.random(Self.large, seed: 60)
         let id = BlobID(hashing: value)
-        fileSystem.startTracing()
-        try cache.set(value, forKey: "k")
-        let trace = fileSystem.stopTracing()
-        #expect(Self.stagingDirectories(trace, root: dir.path) == ["objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))"])
-        #expect(same(try cache.bytes(forKey: "k"), value))
+        let files = CacheFiles(root: CachePath(normalizing: dir.path))
+        let staging = { @Sendable (path: CachePath) in CacheFiles.isStagingName(path.lastComponent ?? "") }
+        fileSystem.interposeOnWrite { path in
+            guard staging(path) else { return }
+            fileSystem.interposeOnWrite(before: nil)
+            onWrite?(files, id)
+        }
+        fileSystem.interposeOnRename { source, _ in
+            guard staging(source) else { return }
+            fileSystem.interposeOnRename(before: nil)
+            onRename?(files, id)
+        }
+        let result: Result<Void, any Error>
+        do {
+            try cache.set(value, forKey: "k")
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        return (dir: dir, cache: cache, value: value, result: result)
     }
 
     @Test("a large set whose shard directories are removed before it publishes makes them again")
     func publishRemakesShardDirectories() throws {
-        let dir = TemporaryDirectory()
-        let fileSystem = FaultyFileSystem()
-        let cache = try openCache(dir, fileSystem)
-        let value = Samples.random(Self.large, seed: 43)
-        let shards = CacheFiles(root: CachePath(normalizing: dir.path)).shardDirectories(of: BlobID(hashing: value))
-        let objects = CachePath(normalizing: dir.appending("objects"))
+        let removed = Locked(false)
         // What deleting the last blob of that shard, between the stage and the publish, does.
-        fileSystem.interposeOnRename { source, _ in
-            guard source.removingLastComponent() == objects else { return }
-            fileSystem.interposeOnRename(before: nil)
-            #expect(rmdir(shards.lower.string) == 0 && rmdir(shards.upper.string) == 0)
-        }
-        try cache.set(value, forKey: "k")
-        #expect(same(try cache.bytes(forKey: "k"), value))
-        #expect(Self.strayFiles(dir, keeping: [value]).isEmpty)
-        try cache.close()
-        var options = BlobCache.CheckOptions()
-        options.lockTimeout = nil
-        #expect(try BlobCache.check(directory: dir.path, options: options).findings.isEmpty)
+        let set = try Self.setLarge(onRename: { files, id in
+            let shards = files.shardDirectories(of: id)
+            removed.withLock { $0 = rmdir(shards.lower.string) == 0 && rmdir(shards.upper.string) == 0 }
+        })
+        #expect(removed.withLock { $0 })
+        try set.result.get()
+        #expect(same(try set.cache.bytes(forKey: "k"), set.value))
+        #expect(Self.strayFiles(set.dir, keeping: [set.value]).isEmpty)
+        try set.cache.close()
+        try Self.checkIsClean(set.dir)
     }
 
-    @Test("a large set whose early staging file cannot be created stages in its shard instead")
+    @Test("a link planted in place of a large set's shard directory after its stage is not published through")
+    func publishRefusesShardLink() throws {
+        let planted = Locked<String?>(nil)
+        let set = try Self.setLarge(onWrite: { files, id in
+            let upper = files.shardDirectories(of: id).upper.string
+            let outside = upper + ".outside"
+            try? FileManager.default.moveItem(atPath: upper, toPath: outside)
+            try? FileManager.default.createSymbolicLink(atPath: upper, withDestinationPath: outside)
+            planted.withLock { $0 = outside }
+        })
+        let outside = try #require(planted.withLock { $0 })
+        #expect(throws: BlobCacheError.self) { try set.result.get() }
+        #expect(filesBelow(outside).isEmpty, "a file was written through the link")
+        #expect(try set.cache.bytes(forKey: "k") == nil)
+        #expect(filesBelow(set.dir.appending("objects")).allSatisfy { !$0.contains("tmp.") }, "the staged file is deleted")
+    }
+
+    @Test("a large set whose early staging file cannot be created stages in its own shard instead")
     func createFailureFallsBackToShard() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let cache = try openCache(dir, fileSystem)
         let value = Samples.random(Self.large, seed: 44)
-        let id = BlobID(hashing: value)
         fileSystem.startTracing()
         fileSystem.arm(.init(call: .open, occurrence: 1, fault: .fail(.noSpace)))
         try cache.set(value, forKey: "k")
         let trace = fileSystem.stopTracing()
         #expect(fileSystem.fired)
-        #expect(Self.stagingDirectories(trace, root: dir.path) == ["objects", "objects/\(id.hex.prefix(1))/\(id.hex.dropFirst().prefix(1))"],
-                "the failed create in objects/, then the one in the shard")
+        #expect(Self.stagingDirectories(trace, root: dir.path) == ["objects", Self.ownShard(of: value)],
+                "the failed create in objects/, then the one in its shard")
         #expect(same(try cache.bytes(forKey: "k"), value))
         #expect(Self.strayFiles(dir, keeping: [value]).isEmpty)
     }

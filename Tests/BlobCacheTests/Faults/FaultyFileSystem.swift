@@ -43,6 +43,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var afterOpen: (@Sendable (CachePath) -> Void)?
         var beforeSync: (@Sendable (CachePath) -> Void)?
         var beforeRename: (@Sendable (CachePath, CachePath) -> Void)?
+        var beforeWrite: (@Sendable (CachePath) -> Void)?
         var shortWrite: (suffix: String, between: @Sendable () -> Void, writes: Int)?
     }
 
@@ -95,6 +96,12 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     /// and destination, so a test can change the directory at exactly that point.
     func interposeOnRename(before: (@Sendable (CachePath, CachePath) -> Void)?) {
         state.withLock { $0.beforeRename = before }
+    }
+
+    /// Runs `before` ahead of every `write`, with the path the file was opened by (outside this
+    /// file system's lock).
+    func interposeOnWrite(before: (@Sendable (CachePath) -> Void)?) {
+        state.withLock { $0.beforeWrite = before }
     }
 
     /// Takes the directory at `root` as durable now and tracks, from here on, what a power
@@ -177,6 +184,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
             state.shortWrite = plan.writes == 0 ? (plan.suffix, plan.between, 1) : nil
             return (plan.writes, plan.between)
         }
+        if let before = state.withLock({ $0.beforeWrite }), let path = path(of: fd) { before(path) }
         if let short {
             guard short.writes == 0 else { throw .noSpace }
             let written = try real.write(fd, UnsafeRawBufferPointer(rebasing: bytes.prefix(bytes.count / 2)), at: offset)
