@@ -141,6 +141,12 @@ struct FaultTests {
         let counts = fileSystem.counts
         let label = "\(scenario.name), \(trigger.map(String.init(describing:)) ?? "no fault")"
         if trigger == nil { #expect(outcome == .returned, "\(label)") }
+        // Staged files are deleted once not needed (best effort: not when the unlink failed),
+        // unless the process "crashed", during the operation or in the maintenance or close after.
+        if !fileSystem.crashed && trigger?.call != .unlink {
+            let own = filesBelow(directory).filter { ($0.split(separator: "/").last ?? "").hasPrefix("tmp.\(getpid()).") }
+            #expect(own.isEmpty, "\(label): staged files left behind: \(own)")
+        }
         do {
             try scenario.check(directory, outcome: outcome, clock: clock, label: label,
                                fsckMayRepair: scenario.damage != nil && outcome != .returned)
