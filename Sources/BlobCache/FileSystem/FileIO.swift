@@ -52,6 +52,8 @@ struct FileIO: Sendable {
         if sharedWithGroup, options.contains(.create), let permissions {
             do { try system.setPermissions(fd, permissions) } catch {
                 close(fd)
+                // A file this call made (O_EXCL) goes with it; one that was there stays.
+                if options.contains(.exclusiveCreate) { _ = try? remove(path) }
                 throw BlobCacheError.io(operation: "fchmod", path: path.string, errno: error)
             }
         }

@@ -142,6 +142,7 @@ final class BlobStore: @unchecked Sendable {
             // Deleting the last blob of its shard has removed the shard's directories since
             // the stage made them. Nothing removes them while the lock is held.
             try io.makeShardDirectories(staged.shards, durably: synchronous)
+            try io.requireRealShardDirectories(staged.shards)
             try io.rename(staged.temporary, to: staged.final)
         }
         if synchronous { try io.syncDirectory(staged.final.removingLastComponent()) }

@@ -183,4 +183,46 @@ struct EarlyStagingTests {
         #expect(!FileManager.default.fileExists(atPath: leftover))
         #expect(try reopened.bytes(forKey: "k") != nil)
     }
+
+    @Test("in a cache shared with the group, a staged file whose fchmod fails is deleted, not left behind")
+    func failedGroupPermissionsLeaveNoFile() throws {
+        let dir = TemporaryDirectory()
+        let root = dir.appending("team")   // made by the open, so made the group's
+        let fileSystem = FaultyFileSystem()
+        let configuration = BlobCache.Configuration.testing { $0.shareWithGroup = true; $0.packThreshold = 4096 }
+        let cache = try BlobCache(directory: root, configuration: configuration.through(fileSystem))
+        let value = Samples.random(Self.large, seed: 48)   // its file is the first one made
+        fileSystem.arm(.init(call: .setPermissions, occurrence: 1, fault: .fail(.permissionDenied)))
+        _ = try? cache.set(value, forKey: "k")
+        #expect(fileSystem.fired)
+        let left = filesBelow(root + "/objects").filter { $0.contains("tmp.") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test("a link planted in place of a shard directory the publish has just made again is not published through")
+    func republishRefusesShardLink() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let cache = try openCache(dir, fileSystem)
+        let value = Samples.random(Self.large, seed: 49)
+        let shards = CacheFiles(root: CachePath(normalizing: dir.path)).shardDirectories(of: BlobID(hashing: value))
+        let outside = shards.upper.string + ".outside"
+        let removed = Locked(false), planted = Locked(false)
+        // A deletion removes the shards before the publish, which makes them again; then the
+        // upper one is swapped for a link before the rename.
+        fileSystem.interposeOnRename { source, _ in
+            guard CacheFiles.isStagingName(source.lastComponent ?? ""), !removed.withLock({ $0 }) else { return }
+            removed.withLock { $0 = rmdir(shards.lower.string) == 0 && rmdir(shards.upper.string) == 0 }
+        }
+        fileSystem.interposeOnMakeDirectory { path in
+            guard path == shards.lower, removed.withLock({ $0 }), !planted.withLock({ $0 }) else { return }
+            try? FileManager.default.moveItem(atPath: shards.upper.string, toPath: outside)
+            try? FileManager.default.createSymbolicLink(atPath: shards.upper.string, withDestinationPath: outside)
+            planted.withLock { $0 = true }
+        }
+        #expect(throws: BlobCacheError.self) { try cache.set(value, forKey: "k") }
+        #expect(removed.withLock { $0 } && planted.withLock { $0 })
+        #expect(filesBelow(outside).isEmpty, "a file was written through the link")
+        #expect(try cache.bytes(forKey: "k") == nil)
+    }
 }

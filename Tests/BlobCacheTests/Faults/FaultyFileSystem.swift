@@ -35,6 +35,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var counts: [FileSystemCall: Int] = [:]
         var trigger: Trigger?
         var fired = false
+        var firedPath: String?
         var crashed = false
         var paths: [Int32: CachePath] = [:]
         var trace: [(call: FileSystemCall, path: String)]?
@@ -44,6 +45,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var beforeSync: (@Sendable (CachePath) -> Void)?
         var beforeRename: (@Sendable (CachePath, CachePath) -> Void)?
         var beforeWrite: (@Sendable (CachePath) -> Void)?
+        var afterMakeDirectory: (@Sendable (CachePath) -> Void)?
         var shortWrite: (suffix: String, between: @Sendable () -> Void, writes: Int)?
     }
 
@@ -56,6 +58,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
             $0.counts = [:]
             $0.trigger = trigger
             $0.fired = false
+            $0.firedPath = nil
             $0.crashed = false
         }
     }
@@ -67,6 +70,8 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     var counts: [FileSystemCall: Int] { state.withLock { $0.counts } }
     /// Whether the armed fault fired.
     var fired: Bool { state.withLock { $0.fired } }
+    /// The path of the call the armed fault fired on.
+    var firedPath: String? { state.withLock { $0.firedPath } }
     /// Whether a crash fired (every call fails since).
     var crashed: Bool { state.withLock { $0.crashed } }
 
@@ -104,6 +109,11 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         state.withLock { $0.beforeWrite = before }
     }
 
+    /// Runs `after` once each `mkdir` has made its directory (outside this file system's lock).
+    func interposeOnMakeDirectory(after: (@Sendable (CachePath) -> Void)?) {
+        state.withLock { $0.afterMakeDirectory = after }
+    }
+
     /// Takes the directory at `root` as durable now and tracks, from here on, what a power
     /// cut could undo.
     func startPowerLossTracking(root: String) {
@@ -129,6 +139,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
             state.counts[call, default: 0] += 1
             guard state.counts[call] == trigger.occurrence else { return nil }
             state.fired = true
+            state.firedPath = path?.string
             switch trigger.fault {
             case .fail(let errno): return errno
             case .crash:
@@ -236,6 +247,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         try enter(.makeDirectory, path)
         try real.makeDirectory(path, permissions: permissions)
         record { $0.madeDirectory(path) }
+        if let after = state.withLock({ $0.afterMakeDirectory }) { after(path) }
     }
 
     func removeDirectory(_ path: CachePath) throws(Errno) {
