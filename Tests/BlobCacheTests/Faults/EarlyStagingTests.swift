@@ -97,6 +97,9 @@ struct EarlyStagingTests {
         } catch {
             result = .failure(error)
         }
+        // A hook that did not fire holds the file system that holds it.
+        fileSystem.interposeOnWrite(before: nil)
+        fileSystem.interposeOnRename(before: nil)
         return (dir: dir, cache: cache, value: value, result: result)
     }
 
