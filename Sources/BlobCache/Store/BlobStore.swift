@@ -132,7 +132,7 @@ final class BlobStore: @unchecked Sendable {
     /// Renames a staged blob to its name (under the lock, so it is ordered with deletions).
     func publish(_ staged: StagedLooseBlob) throws {
         if staged.isStagedOutsideItsShard {
-            // No staged file kept its shard directories since the stage looked at them: the
+            // Staged elsewhere, no file kept its shard directories since the stage looked: the
             // lock now keeps them, so look again (a link there would take the blob out of DIR).
             try io.requireRealShardDirectories(staged.shards)
         }

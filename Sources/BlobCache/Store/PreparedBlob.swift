@@ -90,7 +90,7 @@ struct StagedLooseBlob: Sendable {
     let temporary: CachePath
     let final: CachePath
 
-    /// Whether it was staged outside its shard directory (in `objects/`, before its id was known).
+    /// Whether it was staged outside its shard directory (a large value's, before its id was known).
     var isStagedOutsideItsShard: Bool { temporary.removingLastComponent() != final.removingLastComponent() }
 
     /// The shard directories of `final`, upper first.

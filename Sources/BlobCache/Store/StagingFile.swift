@@ -1,9 +1,9 @@
 import SystemPackage
 
-/// A file made for a large loose blob before its id is known: in `objects/` itself, under a
-/// staging name, open for writing. After hashing, creating a file (an inode allocation) is
-/// the costliest step of a large set, so a set makes it on one core while another hashes,
-/// and the publish renames it into its shard.
+/// A file made for a large loose blob before its id is known: under a staging name in a shard
+/// directory picked at random (or `objects/` itself), open for writing. After hashing,
+/// creating a file (an inode allocation) is the costliest step of a large set, so a set makes
+/// it on one core while another hashes, and the publish renames it into the blob's own shard.
 struct StagingFile: Sendable {
     let path: CachePath
     let descriptor: FileDescriptor
@@ -27,7 +27,7 @@ extension BlobPipeline {
 
     /// Writes `blob` into `file` (made by `prepareWithStagingFile`) and closes it, making the
     /// blob's shard directories when they are missing (the publish makes them again should a
-    /// deletion remove them meanwhile: no staged file in them keeps them). The file is deleted
+    /// deletion remove them meanwhile: staged elsewhere, no file in them keeps them). The file is deleted
     /// when this throws.
     func stage(_ blob: PreparedBlob, in file: StagingFile) throws -> StagedLooseBlob {
         let shards = files.shardDirectories(of: blob.id)
@@ -53,8 +53,16 @@ extension BlobPipeline {
         _ = try? io.remove(file.path)
     }
 
+    /// Creates the file in a shard directory picked at random when that one exists (as most
+    /// do in a cache of many blobs), else in `objects/`. Spread over the shards, these files'
+    /// inodes spread over the file system's inode groups as the blobs' own do; all in one
+    /// directory, each create searches one group, past every inode deleted there lately (ext4's
+    /// `recently_deleted`), and W3 put after W1 and W2 ran at 0.90 of the spread files' speed.
     private func makeStagingFile() -> StagingFile? {
-        let path = files.stagingPath(in: files.objects)
+        let shards = files.shardDirectories(of: BlobID(high: .random(in: 0 ... .max), low: 0))
+        // Both looked at, always: the same calls whichever directory it picks.
+        let upper = try? io.fileType(shards.upper), lower = try? io.fileType(shards.lower)
+        let path = files.stagingPath(in: upper == .directory && lower == .directory ? shards.lower : files.objects)
         guard let descriptor = try? io.create(path) else { return nil }
         return StagingFile(path: path, descriptor: descriptor)
     }

@@ -3,10 +3,11 @@ import SystemPackage
 import Testing
 @testable import BlobCache
 
-/// A large set creates its staging file in `objects/` while the value is hashed, and its
-/// publish renames the file into its shard (`StagingFile`): where that file is made, what
-/// happens when it cannot be, what a deletion or a planted link does between the stage and
-/// the publish, and what a crash leaves.
+/// A large set creates its staging file in a shard directory picked at random (`objects/`
+/// when that one does not exist) while the value is hashed, and its publish renames the file
+/// into its own shard (`StagingFile`): where that file is made, what happens when it cannot
+/// be, what a deletion or a planted link does between the stage and the publish, and what a
+/// crash leaves.
 @Suite("Large sets staged before their id is known")
 struct EarlyStagingTests {
     /// Large enough to be hashed on one core while another compresses (and creates the file).
@@ -38,7 +39,7 @@ struct EarlyStagingTests {
         #expect(try BlobCache.check(directory: dir.path, options: options).findings.isEmpty)
     }
 
-    @Test("a large set creates its staging file in objects/ and leaves only its blob in its shard")
+    @Test("in a new cache a large set creates its staging file in objects/ and leaves only its blob in its shard")
     func stagesInObjects() throws {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
@@ -51,6 +52,32 @@ struct EarlyStagingTests {
         #expect(Self.strayFiles(dir, keeping: [value]).isEmpty)
         try cache.close()
         try Self.checkIsClean(dir)
+    }
+
+    @Test("where the shard directories exist, large sets stage in them, picked at random, and leave only their blobs")
+    func stagesInRandomShards() throws {
+        let dir = TemporaryDirectory()
+        for a in "0123456789abcdef" {
+            for b in "0123456789abcdef" {
+                try FileManager.default.createDirectory(atPath: dir.appending("objects/\(a)/\(b)"), withIntermediateDirectories: true)
+            }
+        }
+        let fileSystem = FaultyFileSystem()
+        let cache = try openCache(dir, fileSystem)
+        let values = (0..<4).map { Samples.random(Self.large, seed: 70 + UInt64($0)) }
+        var staged: [String] = []
+        for (n, value) in values.enumerated() {
+            fileSystem.startTracing()
+            try cache.set(value, forKey: "k\(n)")
+            staged += Self.stagingDirectories(fileSystem.stopTracing(), root: dir.path)
+        }
+        #expect(staged.count == 4 && staged.allSatisfy { $0.split(separator: "/").count == 3 }, "\(staged)")
+        // Staged after hashing, each would be in its own shard: all four there by chance is 1 in 256^4.
+        #expect(staged != values.map(Self.ownShard(of:)))
+        #expect(Set(staged).count > 1, "picked at random: all four the same is 1 in 256^3")
+        for (n, value) in values.enumerated() { #expect(same(try cache.bytes(forKey: "k\(n)"), value)) }
+        #expect(Self.strayFiles(dir, keeping: values).isEmpty)
+        try cache.close()
     }
 
     @Test("under .powerLossSafe a large set stages in its own shard: a rename between directories would need both fsynced")

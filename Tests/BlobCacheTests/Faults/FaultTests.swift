@@ -12,7 +12,7 @@ struct FaultTests {
     static let scenarios: [FaultScenario] = {
         let newPacked = Samples.random(1800, seed: 7001)
         let newLoose = Samples.random(15_000, seed: 7002)
-        // Hashed on one core while another creates its staging file in objects/ (EarlyStagingTests).
+        // Hashed on one core while another creates its staging file (EarlyStagingTests).
         let newLarge = Samples.random(Parallel.threshold + 4096, seed: 7003)
         return [
             FaultScenario(name: "set new packed", effects: ["new": .becomes(newPacked)]) {
