@@ -194,7 +194,7 @@ struct ReplayTests {
         #expect(frames(trustingUpTo: start + offsets[victim + 1]) == (40, .clean))
         // A check run first publishes the bad frame's start, and the applier, trusting it, stops there.
         let checked = CheckedFrames(start: start)
-        image.withUnsafeBytes { checked.check($0, at: start, salt: Self.salt) }
+        image.withUnsafeBytes { checked.check($0, salt: Self.salt) }
         #expect(checked.end == start + offsets[victim])
         var index = CacheIndex(seed: Self.seed)
         let applied = image.withUnsafeBytes { index.applyFrames($0, at: start, salt: Self.salt, checked: checked) }

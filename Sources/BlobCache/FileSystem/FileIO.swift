@@ -270,19 +270,32 @@ struct FileIO: Sendable {
     /// deleted below them, so a link planted in place of a shard directory is never followed
     /// out of DIR.
     func shardDirectoriesAreReal(_ shards: (upper: CachePath, lower: CachePath)) throws -> Bool {
-        // The upper one first: a link there would make the lower one's lstat look outside.
-        for directory in [shards.upper, shards.lower] {
-            if let type = try fileType(directory), type != .directory { return false }
-        }
-        return true
+        try shardDirectoriesExist(shards) != nil
     }
 
     /// Throws ELOOP, naming the lower one, unless `shardDirectoriesAreReal(shards)`: before a
-    /// blob is written below them.
-    func requireRealShardDirectories(_ shards: (upper: CachePath, lower: CachePath)) throws {
-        guard try shardDirectoriesAreReal(shards) else {
+    /// blob is written below them. Returns whether both exist.
+    @discardableResult
+    func requireRealShardDirectories(_ shards: (upper: CachePath, lower: CachePath)) throws -> Bool {
+        guard let exist = try shardDirectoriesExist(shards) else {
             throw BlobCacheError.io(operation: "lstat", path: shards.lower.string, errno: .tooManySymbolicLinkLevels)
         }
+        return exist
+    }
+
+    /// Whether both shard directories exist; `nil` when either is something else than a
+    /// directory (a link, a file).
+    private func shardDirectoriesExist(_ shards: (upper: CachePath, lower: CachePath)) throws -> Bool? {
+        // The upper one first: a link there would make the lower one's lstat look outside.
+        var exist = true
+        for directory in [shards.upper, shards.lower] {
+            switch try fileType(directory) {
+            case .directory: continue
+            case nil: exist = false
+            case .regular, .other: return nil
+            }
+        }
+        return exist
     }
 
     /// Creates a loose blob's two shard directories, upper first, where missing. With

@@ -64,7 +64,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             let replay = index.replay(records: records, at: JournalFormat.headerSize, salt: header.salt, cipher: nil, parallelFrom: .max)
             expectSameReplay(index, replay, walked, walk)
             let checked = CheckedFrames(start: JournalFormat.headerSize)
-            checked.check(records, at: JournalFormat.headerSize, salt: header.salt)
+            checked.check(records, salt: header.salt)
             var trusting = CacheIndex(seed: 1)
             let trusted = trusting.applyFrames(records, at: JournalFormat.headerSize, salt: header.salt, checked: checked)
             expectSameReplay(trusting, trusted, walked, walk)

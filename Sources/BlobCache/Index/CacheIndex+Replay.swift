@@ -160,7 +160,7 @@ private final class ParallelReplay: @unchecked Sendable {
 
     func run(task: Int) {
         if task == 0 {
-            checked.check(image, at: start, salt: salt)
+            checked.check(image, salt: salt)
         } else {
             applied = index.applyFrames(image, at: start, salt: salt, checked: checked)
             checked.abandon()

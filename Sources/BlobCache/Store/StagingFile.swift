@@ -32,8 +32,7 @@ extension BlobPipeline {
     func stage(_ blob: PreparedBlob, in file: StagingFile) throws -> StagedLooseBlob {
         let shards = files.shardDirectories(of: blob.id)
         do {
-            try io.requireRealShardDirectories(shards)
-            if try io.fileType(shards.lower) == nil {
+            if try !io.requireRealShardDirectories(shards) {
                 do { try io.makeShardDirectories(shards, durably: synchronous) } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
             }
             try blob.withImage { try io.writeAll(file.descriptor, $0, at: 0, path: file.path) }
