@@ -68,9 +68,11 @@ extension CacheEngine {
                         snapshot = nil
                     }
                 }
-                // Read, or mapped when large: nothing is allocated for what a file merely claims.
+                // Read when short, else mapped (`withContents`): nothing is allocated for what a
+                // file merely claims, and a long journal is not copied into fresh memory first.
                 func replay(from start: Int64) throws -> (end: JournalReader.End, records: Int) {
-                    try MappedFile.withContents(of: fd, from: start, size: fileSize, path: journalPath, io: io) { records in
+                    try MappedFile.withContents(of: fd, from: start, size: fileSize, path: journalPath, io: io,
+                                                mappingFrom: CacheIndex.parallelReplayBytes) { records in
                         guard tail == nil else {
                             return JournalReader.walk(records: records, at: Int(start), salt: header.salt, cipher: cipher) { record, _ in
                                 tail!.append(record)
