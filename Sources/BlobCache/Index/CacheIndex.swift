@@ -567,8 +567,8 @@ struct CacheIndex {
             : liveBytesOfHighSegments[number] ?? 0
     }
 
-    /// Reads the buckets where `record`'s lookups start (`SlotTable.prefetch(hash:)`).
-    mutating func prefetchBuckets(of record: JournalRecordView, hashes: RecordHashes) {
+    /// Starts loading the buckets where `record`'s lookups start (`SlotTable.prefetch(hash:)`).
+    func prefetchBuckets(of record: JournalRecordView, hashes: RecordHashes) {
         if record.key != nil { keyTable.prefetch(hash: hashes.key) }
         if record.blob != nil { blobTable.prefetch(hash: hashes.blob) }
     }

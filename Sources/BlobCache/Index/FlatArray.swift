@@ -1,3 +1,5 @@
+import CZlib
+
 /// A growable array of plain values (value semantics, copy on write) whose storage can also be
 /// a section of a privately mapped file: a restored index snapshot is used where it lies in the
 /// page cache instead of being copied into freshly zeroed memory (whose page faults were the
@@ -122,5 +124,16 @@ struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableColle
 extension FlatArray where Element == UInt8 {
     mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
         append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+}
+
+extension FlatArray {
+    /// Starts loading the element at `position` into the cache without waiting for it (a
+    /// software prefetch); `position` must lie within the capacity.
+    ///
+    ///     buckets.prefetch(start)
+    @inline(__always)
+    func prefetch(_ position: Int) {
+        blobcache_prefetch(storage.base + position)
     }
 }
