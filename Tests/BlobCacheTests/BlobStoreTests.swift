@@ -21,6 +21,21 @@ struct BlobStoreTests {
         #expect(try cache.bytes(for: id) == Array("hello".utf8))
     }
 
+    @Test("an id read where its digest lies, at any offset, is the id of those 16 bytes")
+    func idReadInPlace() {
+        let bytes = Samples.random(40, seed: 7)
+        for offset in [0, 1, 7, 13, 24] {
+            let digest = Array(bytes[offset..<offset + 16])
+            let expected = BlobID(digestBytes: digest)!
+            bytes.withUnsafeBytes { raw in
+                #expect(BlobID(digestAt: offset, in: raw) == expected)
+                var reader = BinaryReader(raw, offset: offset)
+                #expect(reader.readBlobID() == expected)
+            }
+            #expect(expected.digestBytes == digest)
+        }
+    }
+
     @Test("storing a value that is already stored writes no blob bytes, loose or packed",
           arguments: [0, 64 * 1024])
     func dedupWritesNothing(packThreshold: Int) throws {

@@ -23,7 +23,7 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
     ///     let id = BlobID(hashing: data)
     public init<Bytes: ContiguousBytes>(hashing bytes: Bytes) {
         let digest = bytes.withUnsafeBytes { Insecure.MD5.hash(data: $0) }
-        self = digest.withUnsafeBytes { BlobID(digestBytes: $0)! }
+        self = digest.withUnsafeBytes { BlobID(digestAt: 0, in: $0) }
     }
 
     /// Builds an id from its 16 raw digest bytes; `nil` when there are not exactly 16.
@@ -37,6 +37,14 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
         }
         self.high = high
         self.low = low
+    }
+
+    /// The id whose 16 digest bytes start at `offset` in `bytes` (which must hold them): two
+    /// loads, where `init?(digestBytes:)` takes any collection a byte at a time (3% of a
+    /// replay's applying core in `perf record`, for every record naming a blob).
+    init(digestAt offset: Int, in bytes: UnsafeRawBufferPointer) {
+        high = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        low = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
     }
 
     /// An id from its digest as two words (the first 8 bytes, most significant first, and the last 8).

@@ -62,7 +62,7 @@ struct BinaryReader {
     mutating func readBlobID() -> BlobID? {
         guard remaining >= 16 else { return nil }
         defer { offset += 16 }
-        return BlobID(digestBytes: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + 16]))
+        return BlobID(digestAt: offset, in: buffer)
     }
 
     /// Reads a `UInt32` byte count and that many bytes of UTF-8.
