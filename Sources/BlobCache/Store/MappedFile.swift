@@ -56,8 +56,9 @@ final class MappedFile {
 
     deinit { io.system.unmap(mutableBase, length: count) }
 
-    /// Files up to this size are read whole (an I/O error is then a thrown error, not a
-    /// SIGBUS, and file systems that cannot map work); larger ones are mapped.
+    /// Files up to this size are read whole by `withContents` (an I/O error is then a thrown
+    /// error, not a SIGBUS, and file systems that cannot map work), unless its caller asks
+    /// for a mapping from fewer bytes; larger ones are mapped.
     static let readLimit = 256 << 20
 
     /// Calls `body` with the bytes of `fd` from `offset` to `size`: read when they are at most
