@@ -87,7 +87,7 @@ extension CacheIndex {
     mutating func applyFrames(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
                                           checked: CheckedFrames?) -> (end: JournalReader.End, records: Int) {
         var frames = JournalReader.Frames(records: image, at: start, salt: salt)
-        var batch: [(record: JournalRecordView, hashes: RecordHashes, kind: UInt8, offset: Int)] = []
+        var batch: [(record: JournalRecordView, hashes: RecordHashes, plain: Bool, kind: UInt8, offset: Int)] = []
         batch.reserveCapacity(Self.replayBatch)
         var count = 0
         while true {
@@ -104,13 +104,19 @@ extension CacheIndex {
                     stop = .corrupt(offset: offset, reason: JournalReader.unparsable(kind: kind))
                     break
                 }
-                batch.append((record, RecordHashes(), kind, offset))
+                batch.append((record, RecordHashes(), true, kind, offset))
             }
-            for item in batch.indices { batch[item].hashes = hashes(of: batch[item].record) }
+            for item in batch.indices {
+                let record = batch[item].record
+                if let key = record.key {
+                    (batch[item].hashes.key, batch[item].plain) = KeyHash.hashNotingASCII(key, seed: seed)
+                }
+                if let blob = record.blob { batch[item].hashes.blob = KeyHash.hash(blob.id, seed: seed) }
+            }
             for item in batch { prefetchBuckets(of: item.record, hashes: item.hashes) }
             for item in batch {
                 let applied: Bool
-                if let key = item.record.key, !Self.isASCII(key) {
+                if !item.plain {
                     // Not plain ASCII: applied as its `String` holds it (a `String` repairs
                     // bytes that are not UTF-8), as a record-at-a-time replay does.
                     applied = apply(JournalRecord(item.record))
@@ -127,19 +133,6 @@ extension CacheIndex {
         }
     }
 
-    /// Whether every byte of `bytes` is below 0x80.
-    private static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0, bits: UInt64 = 0
-        while bytes.count - offset >= 8 {
-            bits |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-        while offset < bytes.count {
-            bits |= UInt64(bytes[offset])
-            offset += 1
-        }
-        return bits & 0x8080_8080_8080_8080 == 0
-    }
 }
 
 /// The two halves of a parallel replay, run at once by `concurrentPerform`: one core checks
