@@ -53,14 +53,18 @@ extension CacheIndex {
     /// misses overlap. An empty index is first sized for the records. From `parallelFrom`
     /// bytes of journal, another core checks the CRCs ahead of this one, which applies: a
     /// batch past what it has checked has its CRCs checked here, so no record is applied
-    /// unchecked, and neither core ever waits for the other.
+    /// unchecked, and neither core ever waits for the other. That core also makes the memory
+    /// an index sized here is about to fill resident ahead of this one (`ReplayPrefault`).
     mutating func replay(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, cipher: CacheCipher?,
                          parallelFrom: Int = parallelReplayBytes) -> (end: JournalReader.End, records: Int) {
+        var frames: Int?
         if entries.isEmpty && blobs.isEmpty {
             // Sized once for the records there are (a compacted journal has one per entry), so
             // replay never rehashes and the tables are not oversized. Keys take at most the
             // journal's bytes.
-            reserveCapacity(min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
+            let count = min(JournalReader.countFrames(records: image), image.count / 83)
+            reserveCapacity(count, keyBytes: image.count)
+            frames = count
         }
         if let cipher {
             return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }
@@ -68,7 +72,12 @@ extension CacheIndex {
         guard image.count >= parallelFrom, Parallel.cores > 1 else {
             return applyFrames(image, at: start, salt: salt, checked: nil)
         }
-        let halves = ParallelReplay(index: CacheIndex(seed: seed), image: image, start: start, salt: salt)
+        // Only an index sized here keeps its storage where the prefault finds it.
+        let prefault = frames.map { frames in
+            let regions = growthRegions
+            return ReplayPrefault(entries: regions.entries, blobs: regions.blobs, keys: regions.keys, frames: frames)
+        }
+        let halves = ParallelReplay(index: CacheIndex(seed: seed), image: image, start: start, salt: salt, prefault: prefault)
         swap(&self, &halves.index)   // moved, not copied: the index stays uniquely referenced
         DispatchQueue.concurrentPerform(iterations: 2) { halves.run(task: $0) }
         swap(&self, &halves.index)
@@ -85,7 +94,7 @@ extension CacheIndex {
 
     /// The batched replay behind `replay`. `checked`: how far another walk has checked CRCs.
     mutating func applyFrames(_ image: UnsafeRawBufferPointer, at start: Int, salt: UInt64,
-                                          checked: CheckedFrames?) -> (end: JournalReader.End, records: Int) {
+                              checked: CheckedFrames?, prefault: ReplayPrefault? = nil) -> (end: JournalReader.End, records: Int) {
         var frames = JournalReader.Frames(records: image, at: start, salt: salt)
         var batch: [(record: JournalRecordView, hashes: RecordHashes, plain: Bool, kind: UInt8, offset: Int)] = []
         batch.reserveCapacity(Self.replayBatch)
@@ -129,6 +138,10 @@ extension CacheIndex {
                 count += 1
             }
             batch.removeAll(keepingCapacity: true)
+            if let prefault {
+                let filled = filledBytes
+                prefault.filled(entries: filled.entries, blobs: filled.blobs, keys: filled.keys, records: count)
+            }
             if let stop { return (stop, count) }
         }
     }
@@ -144,18 +157,21 @@ private final class ParallelReplay: @unchecked Sendable {
     let start: Int
     let salt: UInt64
     let checked: CheckedFrames
+    let prefault: ReplayPrefault?
     var applied = (end: JournalReader.End.clean, records: 0)
 
-    init(index: CacheIndex, image: UnsafeRawBufferPointer, start: Int, salt: UInt64) {
-        (self.index, self.image, self.start, self.salt) = (index, image, start, salt)
+    init(index: CacheIndex, image: UnsafeRawBufferPointer, start: Int, salt: UInt64, prefault: ReplayPrefault?) {
+        (self.index, self.image, self.start, self.salt, self.prefault) = (index, image, start, salt, prefault)
         checked = CheckedFrames(start: start)
     }
 
     func run(task: Int) {
         if task == 0 {
-            checked.check(image, salt: salt)
+            checked.check(image, salt: salt) { prefault?.keepAhead() }
+            prefault?.prepareTheRest()
         } else {
-            applied = index.applyFrames(image, at: start, salt: salt, checked: checked)
+            applied = index.applyFrames(image, at: start, salt: salt, checked: checked, prefault: prefault)
+            prefault?.finish()
             checked.abandon()
         }
     }

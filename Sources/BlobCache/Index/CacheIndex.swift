@@ -320,6 +320,17 @@ struct CacheIndex {
 
     /// Makes room for about `count` entries and blobs, and `keyBytes` bytes of keys, so replay
     /// does not rehash or copy as it grows. (Room, not memory: pages never written stay unmapped.)
+    /// The storage of the arrays a replay appends to, as far as their capacity goes (for
+    /// `ReplayPrefault`; valid until one of them grows past it).
+    var growthRegions: (entries: ReplayPrefault.Region, blobs: ReplayPrefault.Region, keys: ReplayPrefault.Region) {
+        (entries.reservedRegion, blobs.reservedRegion, keyArena.reservedRegion)
+    }
+
+    /// The bytes of those arrays in use.
+    var filledBytes: (entries: Int, blobs: Int, keys: Int) {
+        (entries.count * MemoryLayout<Entry>.stride, blobs.count * MemoryLayout<Blob>.stride, keyArena.count)
+    }
+
     mutating func reserveCapacity(_ count: Int, keyBytes: Int = 0) {
         keyArena.reserveCapacity(min(keyBytes, Int(UInt32.max)))
         guard count > entries.count else { return }

@@ -128,6 +128,11 @@ extension FlatArray where Element == UInt8 {
 }
 
 extension FlatArray {
+    /// The storage as raw bytes, as far as the capacity goes (what a prefault may touch).
+    var reservedRegion: ReplayPrefault.Region {
+        ReplayPrefault.Region(base: UnsafeMutableRawPointer(storage.base), capacity: storage.capacity * MemoryLayout<Element>.stride)
+    }
+
     /// Starts loading the element at `position` into the cache without waiting for it (a
     /// software prefetch); `position` must lie within the capacity.
     ///

@@ -19,7 +19,7 @@ final class CheckedFrames: Sendable {
     /// Walks the frames of `image` (whose first byte is at file offset `start`), checking each,
     /// and says how far they are good every 256 frames and at the end; stops early once
     /// `abandon()` is called.
-    func check(_ image: UnsafeRawBufferPointer, salt: UInt64) {
+    func check(_ image: UnsafeRawBufferPointer, salt: UInt64, every256Frames: () -> Void = {}) {
         var frames = JournalReader.Frames(records: image, at: start, salt: salt)
         var count = 0
         while case .frame = frames.next() {
@@ -27,6 +27,7 @@ final class CheckedFrames: Sendable {
             if count % 256 == 0 {
                 checked.store(frames.offset, ordering: .releasing)
                 if abandoned.load(ordering: .relaxed) { return }
+                every256Frames()
             }
         }
         checked.store(frames.offset, ordering: .releasing)
