@@ -51,6 +51,25 @@ struct DirectoryOwnershipTests {
         try expectUntouched(dir.path, files)
     }
 
+    @Test("an open that finds another process's new tag only when it lists the directory still opens it")
+    func tagAppearingDuringTheCheck() throws {
+        // Four writers starting at once on a new directory (MultiProcessTests) showed it: one
+        // checked for the tag before another open wrote it, then listed the directory after,
+        // and refused the directory for holding CACHEDIR.TAG.
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let files = CacheFiles(root: CachePath(normalizing: dir.path))
+        fileSystem.interposeOnList { path in
+            guard path == files.root else { return }
+            fileSystem.interposeOnList(before: nil)
+            CacheDirectory.tagIfNeeded(files, io: .posix)
+        }
+        let cache = try openCache(dir, fileSystem)
+        try cache.set([1, 2, 3], forKey: "k")
+        #expect(try cache.bytes(forKey: "k") == [1, 2, 3])
+        try cache.close()
+    }
+
     @Test("a new cache is tagged CACHEDIR.TAG; a cache without a tag gets one at its next open")
     func cachesAreTagged() throws {
         let dir = TemporaryDirectory()

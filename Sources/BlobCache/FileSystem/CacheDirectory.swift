@@ -21,9 +21,12 @@ enum CacheDirectory {
     /// volume). Anything else is someone else's directory, refused with `directoryUnusable`
     /// before a file is made in it.
     static func claim(_ files: CacheFiles, io: FileIO) throws {
-        if holdsOwnJournal(files, io: io) || holdsOwnTag(files, io: io) { return }
+        func isOwn() -> Bool { holdsOwnJournal(files, io: io) || holdsOwnTag(files, io: io) }
+        if isOwn() { return }
         let foreign = try io.listDirectory(files.root).filter { !cacheNames(files).contains($0) }.sorted()
-        guard foreign.isEmpty else {
+        // Another process's open may have made its tag (renamed into place whole) or journal
+        // between the look above and the listing: checked again before refusing.
+        guard foreign.isEmpty || isOwn() else {
             let shown = foreign.prefix(3).map(BlobCache.escapedKey).joined(separator: ", ") + (foreign.count > 3 ? ", …" : "")
             let tag = files.tag.lastComponent!
             throw BlobCacheError.directoryUnusable(

@@ -44,6 +44,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         var afterOpen: (@Sendable (CachePath) -> Void)?
         var beforeSync: (@Sendable (CachePath) -> Void)?
         var beforeRename: (@Sendable (CachePath, CachePath) -> Void)?
+        var beforeList: (@Sendable (CachePath) -> Void)?
         var beforeWrite: (@Sendable (CachePath) -> Void)?
         var afterMakeDirectory: (@Sendable (CachePath) -> Void)?
         var shortWrite: (suffix: String, between: @Sendable () -> Void, writes: Int)?
@@ -99,6 +100,12 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
 
     /// Runs `before` ahead of every `rename` (outside this file system's lock), with its source
     /// and destination, so a test can change the directory at exactly that point.
+    /// Runs `before` ahead of every directory listing (outside this file system's lock), with
+    /// the directory's path, so a test can change the directory just before it is read.
+    func interposeOnList(before: (@Sendable (CachePath) -> Void)?) {
+        state.withLock { $0.beforeList = before }
+    }
+
     func interposeOnRename(before: (@Sendable (CachePath, CachePath) -> Void)?) {
         state.withLock { $0.beforeRename = before }
     }
@@ -257,6 +264,7 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     }
 
     func listDirectory(_ path: CachePath) throws(Errno) -> [String] {
+        if let before = state.withLock({ $0.beforeList }) { before(path) }
         try enter(.listDirectory, path)
         return try real.listDirectory(path)
     }
