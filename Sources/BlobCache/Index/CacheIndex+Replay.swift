@@ -53,18 +53,19 @@ extension CacheIndex {
     /// misses overlap. An empty index is first sized for the records. From `parallelFrom`
     /// bytes of journal, another core checks the CRCs ahead of this one, which applies: a
     /// batch past what it has checked has its CRCs checked here, so no record is applied
-    /// unchecked, and neither core ever waits for the other. That core also makes the memory
-    /// an index sized here is about to fill resident ahead of this one (`ReplayPrefault`).
+    /// unchecked, and neither core ever waits for the other. That core also makes the entries
+    /// and blobs an index sized here is about to fill resident ahead of this one
+    /// (`ReplayPrefault`), until this one is done.
     mutating func replay(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, cipher: CacheCipher?,
                          parallelFrom: Int = parallelReplayBytes) -> (end: JournalReader.End, records: Int) {
-        var frames: Int?
+        var sized = false
         if entries.isEmpty && blobs.isEmpty {
             // Sized once for the records there are (a compacted journal has one per entry), so
             // replay never rehashes and the tables are not oversized. Keys take at most the
-            // journal's bytes.
-            let count = min(JournalReader.countFrames(records: image), image.count / 83)
-            reserveCapacity(count, keyBytes: image.count)
-            frames = count
+            // journal's bytes. (A `set` frame is at least 84 bytes: no more entries or blobs
+            // than this can be added, so their storage stays where it is.)
+            reserveCapacity(min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
+            sized = true
         }
         if let cipher {
             return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }
@@ -73,10 +74,8 @@ extension CacheIndex {
             return applyFrames(image, at: start, salt: salt, checked: nil)
         }
         // Only an index sized here keeps its storage where the prefault finds it.
-        let prefault = frames.map { frames in
-            let regions = growthRegions
-            return ReplayPrefault(entries: regions.entries, blobs: regions.blobs, keys: regions.keys, frames: frames)
-        }
+        let regions = growthRegions
+        let prefault = sized ? ReplayPrefault(entries: regions.entries, blobs: regions.blobs) : nil
         let halves = ParallelReplay(index: CacheIndex(seed: seed), image: image, start: start, salt: salt, prefault: prefault)
         swap(&self, &halves.index)   // moved, not copied: the index stays uniquely referenced
         DispatchQueue.concurrentPerform(iterations: 2) { halves.run(task: $0) }
@@ -139,8 +138,9 @@ extension CacheIndex {
             }
             batch.removeAll(keepingCapacity: true)
             if let prefault {
-                let filled = filledBytes
-                prefault.filled(entries: filled.entries, blobs: filled.blobs, keys: filled.keys, records: count)
+                let filled = filledBytes, regions = growthRegions
+                prefault.filled(entries: filled.entries, blobs: filled.blobs,
+                                storage: (regions.entries.base, regions.blobs.base))
             }
             if let stop { return (stop, count) }
         }
@@ -168,8 +168,9 @@ private final class ParallelReplay: @unchecked Sendable {
     func run(task: Int) {
         if task == 0 {
             checked.check(image, salt: salt) { prefault?.keepAhead() }
-            prefault?.prepareTheRest()
+            prefault?.followUntilFinished()
         } else {
+            prefault?.start()
             applied = index.applyFrames(image, at: start, salt: salt, checked: checked, prefault: prefault)
             prefault?.finish()
             checked.abandon()

@@ -320,15 +320,15 @@ struct CacheIndex {
 
     /// Makes room for about `count` entries and blobs, and `keyBytes` bytes of keys, so replay
     /// does not rehash or copy as it grows. (Room, not memory: pages never written stay unmapped.)
-    /// The storage of the arrays a replay appends to, as far as their capacity goes (for
-    /// `ReplayPrefault`; valid until one of them grows past it).
-    var growthRegions: (entries: ReplayPrefault.Region, blobs: ReplayPrefault.Region, keys: ReplayPrefault.Region) {
-        (entries.reservedRegion, blobs.reservedRegion, keyArena.reservedRegion)
+    /// The storage of the entries and blobs, as far as their capacity goes (`ReplayPrefault`:
+    /// a replay into an index it sized only appends to them, within that capacity).
+    var growthRegions: (entries: ReplayPrefault.Region, blobs: ReplayPrefault.Region) {
+        (entries.reservedRegion, blobs.reservedRegion)
     }
 
-    /// The bytes of those arrays in use.
-    var filledBytes: (entries: Int, blobs: Int, keys: Int) {
-        (entries.count * MemoryLayout<Entry>.stride, blobs.count * MemoryLayout<Blob>.stride, keyArena.count)
+    /// The bytes of the entries and blobs in use.
+    var filledBytes: (entries: Int, blobs: Int) {
+        (entries.count * MemoryLayout<Entry>.stride, blobs.count * MemoryLayout<Blob>.stride)
     }
 
     mutating func reserveCapacity(_ count: Int, keyBytes: Int = 0) {

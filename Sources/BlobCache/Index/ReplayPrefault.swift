@@ -1,15 +1,22 @@
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #endif
 
-/// Makes the memory a replay is filling resident from the other core, a little ahead of the
-/// core that fills it. A full replay of the 1 M-entry scale cache spent a third of its
-/// applying core's samples in page faults on fresh entries, blobs and key bytes
-/// (`perf record -g workload replay-open DIR`); the checking core has time to spare once its
-/// CRCs are done, and `MADV_POPULATE_WRITE` takes those faults in bulk. Only what the
-/// replay will fill is touched: a few MiB past what it has filled while CRCs are checked,
-/// then up to the sizes its progress so far predicts for the whole journal.
+/// Makes the entries and blobs a replay is filling resident from the other core, a little
+/// ahead of the core that fills them. A full replay of the 1 M-entry scale cache spent a third
+/// of its applying core's samples in page faults on fresh memory (`perf record -g workload
+/// replay-open DIR`); the checking core finishes its CRCs in half the applying core's time,
+/// and `MADV_POPULATE_WRITE` takes those faults in bulk. Only `lookahead` bytes past what is
+/// filled are touched, so a journal of few entries and many records costs no memory it would
+/// not use.
+///
+/// The two arrays are safe to touch from the other core because, in a replay into an index it
+/// sized itself (`CacheIndex.replay`), they only ever grow by appending, within the capacity
+/// reserved for one entry and one blob per frame, and are never replaced or copied. The key
+/// arena is left out: removing keys compacts it into new storage mid-replay.
 final class ReplayPrefault: @unchecked Sendable {
     /// An array the replay appends to: its storage and the bytes it has room for.
     struct Region {
@@ -17,79 +24,89 @@ final class ReplayPrefault: @unchecked Sendable {
         let capacity: Int
     }
 
-    /// How far past the filled bytes the regions are kept resident while CRCs are checked.
+    /// How far past the filled bytes each region is kept resident.
     static let lookahead = 4 << 20
     /// The least made resident at a time.
     static let step = 1 << 20
+    private static let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
 
     private let regions: [Region]
-    private let frames: Int
     /// Bytes of each region made resident (touched by the prefaulting core only).
     private var resident: [Int]
     private let filledEntries = Atomic<Int>(0)
     private let filledBlobs = Atomic<Int>(0)
-    private let filledKeys = Atomic<Int>(0)
-    private let appliedRecords = Atomic<Int>(0)
     private let finished = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
 
-    /// Regions `entries`, `blobs` and `keys`, in that order, filled by replaying `frames` frames.
-    init(entries: Region, blobs: Region, keys: Region, frames: Int) {
-        regions = [entries, blobs, keys]
-        resident = [0, 0, 0]
-        self.frames = frames
+    init(entries: Region, blobs: Region) {
+        regions = [entries, blobs]
+        resident = [0, 0]
     }
 
-    /// The applying core, after each batch: the bytes each region holds and the records applied.
-    func filled(entries: Int, blobs: Int, keys: Int, records: Int) {
+    /// The applying core, after each batch: the bytes each region holds, and where its storage
+    /// is now. Storage that moved (which a replay into an index it sized never does) ends the
+    /// prefault, and fails a debug build.
+    func filled(entries: Int, blobs: Int, storage: (entries: UnsafeMutableRawPointer, blobs: UnsafeMutableRawPointer)) {
+        guard storage.entries == regions[0].base, storage.blobs == regions[1].base else {
+            finish()
+            assertionFailure("a replay's entries or blobs moved while the prefault touched them")
+            return
+        }
         filledEntries.store(entries, ordering: .relaxed)
         filledBlobs.store(blobs, ordering: .relaxed)
-        filledKeys.store(keys, ordering: .relaxed)
-        appliedRecords.store(records, ordering: .relaxed)
     }
+
+    /// The applying core has begun, on a thread of its own.
+    func start() { started.store(true, ordering: .relaxed) }
 
     /// The applying core is done: nothing more is made resident.
     func finish() { finished.store(true, ordering: .relaxed) }
 
-    /// Keeps each region resident `lookahead` bytes past what is filled (called between CRC checks).
-    func keepAhead() {
-        let filled = [filledEntries.load(ordering: .relaxed), filledBlobs.load(ordering: .relaxed),
-                      filledKeys.load(ordering: .relaxed)]
-        for index in regions.indices { populate(index, upTo: filled[index] + Self.lookahead) }
+    /// Keeps each region resident `lookahead` bytes past what is filled; returns whether it
+    /// made anything resident (called between CRC checks).
+    @discardableResult
+    func keepAhead() -> Bool {
+        let filled = [filledEntries.load(ordering: .relaxed), filledBlobs.load(ordering: .relaxed)]
+        var worked = false
+        for index in regions.indices where populate(index, upTo: filled[index] + Self.lookahead) { worked = true }
+        return worked
     }
 
-    /// Makes resident what the whole replay will fill at the rate it has filled so far (called
-    /// once CRCs are checked), stopping early when the applying core finishes.
-    func prepareTheRest() {
-        let records = appliedRecords.load(ordering: .relaxed)
-        guard records > 0 else { return }
-        let filled = [filledEntries.load(ordering: .relaxed), filledBlobs.load(ordering: .relaxed),
-                      filledKeys.load(ordering: .relaxed)]
-        for index in regions.indices {
-            let predicted = filled[index] + filled[index] / records * max(0, frames - records) + Self.step
-            populate(index, upTo: predicted)
+    /// `keepAhead` until the applying core finishes (once CRCs are checked), giving the core
+    /// up whenever it is far enough ahead. Returns at once if the applying core has not begun:
+    /// both halves of a replay may be run one after the other on one thread
+    /// (`concurrentPerform` with no other thread free), and this one must not wait for the other.
+    func followUntilFinished() {
+        guard started.load(ordering: .relaxed) else { return }
+        while !finished.load(ordering: .relaxed) {
+            if !keepAhead() { Parallel.yield() }
         }
     }
 
-    private func populate(_ index: Int, upTo wanted: Int) {
+    /// Makes region `index` resident up to `wanted` bytes (at most its capacity), a `step` or
+    /// more at a time; returns whether it did any.
+    private func populate(_ index: Int, upTo wanted: Int) -> Bool {
         let region = regions[index]
         let end = min(wanted, region.capacity)
+        var worked = false
         while end - resident[index] >= Self.step, !finished.load(ordering: .relaxed) {
             let next = min(end, resident[index] + 4 * Self.step)
             guard Self.makeResident(region.base + resident[index], count: next - resident[index]) else {
                 resident[index] = region.capacity   // not supported here: stop trying
-                return
+                return worked
             }
             resident[index] = next
+            worked = true
         }
+        return worked
     }
 
     /// Faults in the whole pages within `count` bytes at `start`; `false` when the kernel
     /// cannot (before Linux 5.14, or not Linux).
-    private static func makeResident(_ start: UnsafeMutableRawPointer, count: Int) -> Bool {
+    static func makeResident(_ start: UnsafeMutableRawPointer, count: Int) -> Bool {
         #if os(Linux)
-        let page = 4096
-        let first = (Int(bitPattern: start) + page - 1) & ~(page - 1)
-        let last = (Int(bitPattern: start) + count) & ~(page - 1)
+        let first = (Int(bitPattern: start) + pageSize - 1) / pageSize * pageSize
+        let last = (Int(bitPattern: start) + count) / pageSize * pageSize
         guard last > first else { return true }
         return madvise(UnsafeMutableRawPointer(bitPattern: first), last - first, 23 /* MADV_POPULATE_WRITE */) == 0
         #else

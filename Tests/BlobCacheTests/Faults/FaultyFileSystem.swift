@@ -98,14 +98,14 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         state.withLock { $0.beforeSync = before }
     }
 
-    /// Runs `before` ahead of every `rename` (outside this file system's lock), with its source
-    /// and destination, so a test can change the directory at exactly that point.
     /// Runs `before` ahead of every directory listing (outside this file system's lock), with
     /// the directory's path, so a test can change the directory just before it is read.
     func interposeOnList(before: (@Sendable (CachePath) -> Void)?) {
         state.withLock { $0.beforeList = before }
     }
 
+    /// Runs `before` ahead of every `rename` (outside this file system's lock), with its source
+    /// and destination, so a test can change the directory at exactly that point.
     func interposeOnRename(before: (@Sendable (CachePath, CachePath) -> Void)?) {
         state.withLock { $0.beforeRename = before }
     }
