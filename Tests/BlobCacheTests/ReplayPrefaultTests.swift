@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import BlobCache
 #if canImport(Glibc)
@@ -62,17 +63,39 @@ struct ReplayPrefaultTests {
         #expect(entries.residentBytes == (10 << 20) + ReplayPrefault.lookahead)
     }
 
-    @Test("following the applying core returns at once when it has not begun: both halves of a replay may run on one thread, one after the other",
-          .timeLimit(.minutes(1)))
-    func followingNeverWaitsForAnApplierNotRunning() throws {
-        let entries = try #require(Mapping(16 << 20)), blobs = try #require(Mapping(16 << 20))
+    @Test("following a running applier keeps the lookahead as it fills, and stops when it finishes; not started, it returns at once")
+    func followsARunningApplier() throws {
+        let entries = try #require(Mapping(64 << 20)), blobs = try #require(Mapping(64 << 20))
         let prefault = ReplayPrefault(entries: entries.region, blobs: blobs.region)
-        prefault.followUntilFinished()   // hung here, and so did ReplayTests, before `start()`
-        prefault.start()
-        Self.filled(prefault, (entries, 4 << 20), (blobs, 0))
-        prefault.finish()
+        // Both halves of a replay may run on one thread, this one first: it must not wait.
         prefault.followUntilFinished()
-        #expect(entries.residentBytes <= (4 << 20) + ReplayPrefault.lookahead)
+        #expect(entries.residentBytes == 0)
+        prefault.start()
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            prefault.followUntilFinished()
+            done.signal()
+        }.start()
+        Self.filled(prefault, (entries, 10 << 20), (blobs, 2 << 20))
+        while entries.residentBytes < (10 << 20) + ReplayPrefault.lookahead || blobs.residentBytes < (2 << 20) + ReplayPrefault.lookahead {
+            sched_yield()   // until the follower has caught up with what was filled
+        }
+        prefault.finish()
+        done.wait()
+        #expect(entries.residentBytes == (10 << 20) + ReplayPrefault.lookahead)
+        #expect(blobs.residentBytes == (2 << 20) + ReplayPrefault.lookahead)
+    }
+
+    @Test("following stops once every region is resident, though the applier is still running")
+    func followingStopsWhenNothingIsLeft() throws {
+        let entries = try #require(Mapping(2 << 20)), blobs = try #require(Mapping(3 << 20))
+        let prefault = ReplayPrefault(entries: entries.region, blobs: blobs.region)
+        prefault.start()
+        Self.filled(prefault, (entries, 1 << 20), (blobs, 1 << 20))
+        prefault.followUntilFinished()   // spun until the applier finished, before
+        #expect(prefault.isExhausted)
+        #expect(entries.residentBytes == 2 << 20)
+        #expect(blobs.residentBytes == 3 << 20)
     }
 
     @Test("never past a region's capacity")

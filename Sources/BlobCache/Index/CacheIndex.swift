@@ -318,8 +318,6 @@ struct CacheIndex {
     var entryCount: Int { keyTable.count }
     var blobCount: Int { blobTable.count }
 
-    /// Makes room for about `count` entries and blobs, and `keyBytes` bytes of keys, so replay
-    /// does not rehash or copy as it grows. (Room, not memory: pages never written stay unmapped.)
     /// The storage of the entries and blobs, as far as their capacity goes (`ReplayPrefault`:
     /// a replay into an index it sized only appends to them, within that capacity).
     var growthRegions: (entries: ReplayPrefault.Region, blobs: ReplayPrefault.Region) {
@@ -331,6 +329,8 @@ struct CacheIndex {
         (entries.count * MemoryLayout<Entry>.stride, blobs.count * MemoryLayout<Blob>.stride)
     }
 
+    /// Makes room for about `count` entries and blobs, and `keyBytes` bytes of keys, so replay
+    /// does not rehash or copy as it grows. (Room, not memory: pages never written stay unmapped.)
     mutating func reserveCapacity(_ count: Int, keyBytes: Int = 0) {
         keyArena.reserveCapacity(min(keyBytes, Int(UInt32.max)))
         guard count > entries.count else { return }

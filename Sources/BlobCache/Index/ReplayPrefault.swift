@@ -28,7 +28,6 @@ final class ReplayPrefault: @unchecked Sendable {
     static let lookahead = 4 << 20
     /// The least made resident at a time.
     static let step = 1 << 20
-    private static let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
 
     private let regions: [Region]
     /// Bytes of each region made resident (touched by the prefaulting core only).
@@ -66,21 +65,27 @@ final class ReplayPrefault: @unchecked Sendable {
     /// made anything resident (called between CRC checks).
     @discardableResult
     func keepAhead() -> Bool {
-        let filled = [filledEntries.load(ordering: .relaxed), filledBlobs.load(ordering: .relaxed)]
-        var worked = false
-        for index in regions.indices where populate(index, upTo: filled[index] + Self.lookahead) { worked = true }
-        return worked
+        let entries = populate(0, upTo: filledEntries.load(ordering: .relaxed) + Self.lookahead)
+        let blobs = populate(1, upTo: filledBlobs.load(ordering: .relaxed) + Self.lookahead)
+        return entries || blobs
     }
 
     /// `keepAhead` until the applying core finishes (once CRCs are checked), giving the core
     /// up whenever it is far enough ahead. Returns at once if the applying core has not begun:
     /// both halves of a replay may be run one after the other on one thread
-    /// (`concurrentPerform` with no other thread free), and this one must not wait for the other.
+    /// (`concurrentPerform` with no other thread free), and this one must not wait for the
+    /// other. Returns too once nothing is left to make resident (the regions are, or the
+    /// kernel cannot), rather than spin for nothing.
     func followUntilFinished() {
         guard started.load(ordering: .relaxed) else { return }
-        while !finished.load(ordering: .relaxed) {
+        while !finished.load(ordering: .relaxed) && !isExhausted {
             if !keepAhead() { Parallel.yield() }
         }
+    }
+
+    /// Whether no region has a whole `step` left to make resident.
+    var isExhausted: Bool {
+        regions.indices.allSatisfy { regions[$0].capacity - resident[$0] < Self.step }
     }
 
     /// Makes region `index` resident up to `wanted` bytes (at most its capacity), a `step` or
@@ -105,6 +110,7 @@ final class ReplayPrefault: @unchecked Sendable {
     /// cannot (before Linux 5.14, or not Linux).
     static func makeResident(_ start: UnsafeMutableRawPointer, count: Int) -> Bool {
         #if os(Linux)
+        let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
         let first = (Int(bitPattern: start) + pageSize - 1) / pageSize * pageSize
         let last = (Int(bitPattern: start) + count) / pageSize * pageSize
         guard last > first else { return true }
