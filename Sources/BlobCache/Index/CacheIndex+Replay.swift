@@ -53,9 +53,9 @@ extension CacheIndex {
     /// misses overlap. An empty index is first sized for the records. From `parallelFrom`
     /// bytes of journal, another core checks the CRCs ahead of this one, which applies: a
     /// batch past what it has checked has its CRCs checked here, so no record is applied
-    /// unchecked, and neither core ever waits for the other. That core also makes the entries
-    /// and blobs an index sized here is about to fill resident ahead of this one
-    /// (`ReplayPrefault`), until this one is done.
+    /// unchecked, and this one never waits for the other. The other also makes the entries and
+    /// blobs an index sized here is about to fill resident ahead of this one
+    /// (`ReplayPrefault`), following it, once its CRCs are checked, until it is done.
     mutating func replay(records image: UnsafeRawBufferPointer, at start: Int, salt: UInt64, cipher: CacheCipher?,
                          parallelFrom: Int = parallelReplayBytes) -> (end: JournalReader.End, records: Int) {
         var sized = false
