@@ -106,11 +106,14 @@ final class ReplayPrefault: @unchecked Sendable {
         return worked
     }
 
+    #if os(Linux)
+    private static let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
+    #endif
+
     /// Faults in the whole pages within `count` bytes at `start`; `false` when the kernel
     /// cannot (before Linux 5.14, or not Linux).
     static func makeResident(_ start: UnsafeMutableRawPointer, count: Int) -> Bool {
         #if os(Linux)
-        let pageSize = max(1, sysconf(Int32(_SC_PAGESIZE)))
         let first = (Int(bitPattern: start) + pageSize - 1) / pageSize * pageSize
         let last = (Int(bitPattern: start) + count) / pageSize * pageSize
         guard last > first else { return true }

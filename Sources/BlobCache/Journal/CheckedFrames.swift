@@ -17,8 +17,8 @@ final class CheckedFrames: Sendable {
     var end: Int { checked.load(ordering: .acquiring) }
 
     /// Walks the frames of `image` (whose first byte is at file offset `start`), checking each,
-    /// and says how far they are good every 256 frames and at the end; stops early once
-    /// `abandon()` is called.
+    /// and says how far they are good every 256 frames and at the end, then calls
+    /// `every256Frames` (the replay's prefault); stops early once `abandon()` is called.
     func check(_ image: UnsafeRawBufferPointer, salt: UInt64, every256Frames: () -> Void = {}) {
         var frames = JournalReader.Frames(records: image, at: start, salt: salt)
         var count = 0
