@@ -32,7 +32,7 @@ let usage = """
     W3.zlib-1, each put row with the bytes stored on disk (storedBytes in the JSON line).
     --workloads readers times W2 gets (memory tier off) from one thread against two threads on
     one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
-    READERS_ROUNDS=N for more, as under perf).
+    READERS_ROUNDS=N for more, as under perf; each round READERS_PASSES=5 passes over the keys).
     --workloads encryption runs W1, W2 and W3 with encryption off and on, interleaved
     (ENCRYPTION_ROUNDS rounds, default 3; medians, each .aes row's note the per-round ratios),
     then W2 and W3 gets alone in closely paired passes from disk (ENCRYPTION_GET_PASSES,
