@@ -45,6 +45,9 @@ let usage = """
     SCALE_ROUNDS interleaved rounds (default 3; a small size filled up to 20 times a round); then for each
     size in SCALE_INDEX_SIZES (default 1000000,10000000) the snapshot's bytes, the index's
     resident bytes per entry, a cold open + get (fresh process) and a full replay (records/s).
+    --workloads crash-open: for each size in SCALE_CRASH_SIZES (default 1000000), a child puts
+    that many 64-byte values into a fresh cache and exits without closing it; a fresh process
+    then times the first open (median of 3 such crashes; the records it replayed in the note).
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
     fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
     measures nginx's own GET rate for the same files with wrk.
@@ -301,6 +304,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "scale":
             guard options.engine == "blobcache" else { continue }
             results += try scale(options, corpus: corpus!)
+        case "crash-open":
+            guard options.engine == "blobcache" else { continue }
+            results += try crashOpens(options)
         default:
             throw WorkloadError.usage("unknown workload \(workload)")
         }
@@ -449,6 +455,13 @@ do {
     }
     if arguments.first == "w6-child", arguments.count == 4, let index = Int(arguments[2]), let count = Int(arguments[3]) {
         try w6Child(directory: arguments[1], index: index, count: count)
+        exit(0)
+    }
+    if arguments.first == "crash-fill", arguments.count == 3, let count = Int(arguments[2]) {
+        try crashFill(directory: arguments[1], count: count)
+    }
+    if arguments.first == "crash-open", arguments.count == 2 {
+        try crashOpen(directory: arguments[1])
         exit(0)
     }
     if arguments.first == "replay-open", arguments.count == 2 {
