@@ -23,6 +23,10 @@ extension BlobCache {
                         // Holds the flock for every step, so that no other process rewrites the
                         // journal between them (`compact` does, under the flock alone).
                         ran = try? directoryLock.withExclusive { try rewriteJournal() }
+                    case .checkpoint:
+                        // Under the flock, like a close's snapshot: no other open writes
+                        // `DIR/index` or rewrites the journal meanwhile.
+                        ran = try? directoryLock.withExclusive { try writeCheckpoint() }
                     }
                     guard ran == true else { return }
                     runs += 1
@@ -67,6 +71,17 @@ extension BlobCache {
             try? withEngine { $0.abandon(plan) }
             throw error
         }
+    }
+
+    /// Writes a snapshot of the index while the cache is in use (a checkpoint): the index
+    /// copied under the lock (the journal fsynced first), encoded and written outside it.
+    /// Returns whether it was written. The caller holds `maintenanceGate` and the flock.
+    func writeCheckpoint() throws -> Bool {
+        let checkpoint = try withEngine { try $0.beginCheckpoint() }
+        // Encoded and written outside the lock: this open's other threads go on meanwhile.
+        let written = (try? checkpoint.write()) != nil
+        try withEngine { $0.finishCheckpoint(checkpoint, written: written) }
+        return written
     }
 
     /// Rewrites the journal to its live entries: records taken under the lock, the new file

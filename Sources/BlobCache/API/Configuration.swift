@@ -103,6 +103,9 @@ extension BlobCache {
         /// Journal growth past the index snapshot after which a clean close rewrites it
         /// (internal: tests lower it to exercise snapshots on small caches).
         var snapshotThreshold: Int64 = 64 * 1024
+        /// The least journal growth past the snapshot after which maintenance writes a new one
+        /// while the cache is in use (internal: tests lower it; see `CacheEngine.checkpointThreshold`).
+        var checkpointMinimum: Int64 = 16 << 20
         /// The file system every call goes through (internal: tests inject faults with it).
         var fileSystem: any FileSystem = PosixFileSystem()
 

@@ -143,6 +143,7 @@ extension CacheEngine {
         engine.index = index
         engine.snapshotCoverage = snapshotCoverage
         engine.snapshotThreshold = configuration.snapshotThreshold
+        engine.checkpointMinimum = configuration.checkpointMinimum
         if journal == nil || report.recovery.requiresRewrite {
             try engine.compactJournal()
         }

@@ -47,6 +47,10 @@ final class CacheEngine: @unchecked Sendable {
     /// Journal bytes the snapshot file on disk reflects; `nil` when there is none that matches.
     var snapshotCoverage: Int64?
     var snapshotThreshold: Int64 = 64 * 1024
+    /// The least journal growth past the snapshot that makes a checkpoint due (`checkpointThreshold`).
+    var checkpointMinimum: Int64 = 16 << 20
+    /// The journal size below which no checkpoint is tried again (after one failed).
+    var checkpointBackoff: Int64 = 0
     var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
     /// `DIR/lock`, whose flock every operation that writes holds (`exclusively`).
@@ -150,16 +154,20 @@ final class CacheEngine: @unchecked Sendable {
         case packCollection
         /// The journal passed twice its compacted size plus the slack.
         case journalRewrite
+        /// The journal grew past the snapshot by `checkpointThreshold`.
+        case checkpoint
     }
 
-    /// What maintenance is due, if any: pack collection first, then journal compaction. A
+    /// What maintenance is due, if any: pack collection first, then journal compaction, then
+    /// a checkpoint (after a rewrite, which deletes the snapshot, one is due at once). A
     /// reader (`get`) is given a journal rewrite only past twice the writers' threshold (see
-    /// `journalIsRedundant`) and never a pack collection (reads make no dead bytes but for
-    /// expired entries; the next write collects those).
+    /// `journalIsRedundant`) and never a pack collection or a checkpoint (reads make no dead
+    /// bytes but for expired entries, and few records; the next write does those).
     func maintenanceDue(reader: Bool) -> Maintenance? {
         guard journal.failure == nil else { return nil }
         if !reader, deadPackBytes > max(packGarbageAllowance, packCollectionBackoff) { return .packCollection }
-        return journalIsRedundant(reader: reader) ? .journalRewrite : nil
+        if journalIsRedundant(reader: reader) { return .journalRewrite }
+        return !reader && checkpointIsDue ? .checkpoint : nil
     }
 
     /// Writes the pending records and then performs the queued deletions. When a deletion

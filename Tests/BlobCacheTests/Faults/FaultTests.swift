@@ -74,6 +74,12 @@ struct FaultTests {
             FaultScenario(name: "snapshot write (close)") {
                 try $0.cache.close()
             },
+            // Two reads first, so that the checkpoint has recency to journal before its copy.
+            FaultScenario(name: "checkpoint (in use)") { context in
+                _ = try context.cache.bytes(forKey: "p7")
+                _ = try context.cache.bytes(forKey: "l0")
+                _ = try context.cache.directoryLock.withExclusive { try context.cache.writeCheckpoint() }
+            },
             FaultScenario(name: "fsck --repair", effects: ["l1": .removed, "e0": .removed, "e1": .removed, "e2": .removed], damage: { directory in
                 flipByte(looseFile(directory, BlobID(hashing: FaultScenario.seeded["l1"]!)), at: 100)
                 try? FileManager.default.createDirectory(atPath: directory + "/objects/0/0", withIntermediateDirectories: true)

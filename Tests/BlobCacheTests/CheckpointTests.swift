@@ -1,0 +1,133 @@
+import Foundation
+import SystemPackage
+import Testing
+@testable import BlobCache
+
+/// Checkpoints: the index snapshot written by maintenance while a cache is in use, so that the
+/// first open after a crash restores it and replays only the journal written after it.
+@Suite("Checkpoints")
+struct CheckpointTests {
+    /// A cache on `fileSystem` whose checkpoints start at 16 KiB of journal past the snapshot.
+    private func open(_ dir: TemporaryDirectory, _ fileSystem: FaultyFileSystem, clock: ManualClock) throws -> BlobCache {
+        try BlobCache(directory: dir.path, configuration: .testing(clock: clock) {
+            $0.fileSystem = fileSystem
+            $0.checkpointMinimum = 16 << 10
+        })
+    }
+
+    private func value(_ n: Int) -> [UInt8] { Samples.random(60 + n % 40, seed: UInt64(n)) }
+
+    private func journalSize(_ dir: TemporaryDirectory) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: dir.appending("journal"))[.size] as? Int) ?? 0
+    }
+
+    /// Crashes `cache` (every later call of its file system fails, so its close writes nothing).
+    private func crash(_ cache: inout BlobCache?, _ fileSystem: FaultyFileSystem) {
+        fileSystem.crashNow()
+        try? cache?.close()
+        cache = nil
+    }
+
+    @Test("a cache in use writes a checkpoint once its journal passes the threshold; the open after a crash restores it and replays only the rest")
+    func crashReplaysOnlyTheTail() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        var cache: BlobCache? = try open(dir, fileSystem, clock: clock)
+        var count = 0
+        // Below 16 KiB of journal: no snapshot while the cache is open.
+        while journalSize(dir) < 8 << 10 {
+            try cache!.set(value(count), forKey: "key-\(count)")
+            count += 1
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+        // Past it: a checkpoint, then a tail of sets after it.
+        while !FileManager.default.fileExists(atPath: dir.appending("index")) {
+            try cache!.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 2_000, "no checkpoint was written")
+        }
+        let covered = count
+        for _ in 0..<20 {
+            try cache!.set(value(count), forKey: "key-\(count)")
+            count += 1
+        }
+        crash(&cache, fileSystem)
+
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        defer { try? reopened.close() }
+        #expect(reopened.openReport.restoredFromSnapshot)
+        #expect(reopened.openReport.replayedRecords == count - covered)
+        #expect(try reopened.totals().entries == count)
+        for n in [0, covered - 1, covered, count - 1] { #expect(try reopened.bytes(forKey: "key-\(n)") == value(n)) }
+    }
+
+    @Test("a checkpoint journals the recency the journal lacks first: fsck finds the snapshot equal to a replay, and the LRU order survives the crash")
+    func checkpointMatchesTheJournal() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        var cache: BlobCache? = try open(dir, fileSystem, clock: clock)
+        var count = 0
+        while journalSize(dir) < 12 << 10 {
+            try cache!.set(value(count), forKey: "key-\(count)")
+            count += 1
+        }
+        // Reads within `accessJournalInterval` of the sets move entries without a record.
+        clock.advance(by: .seconds(1))
+        for n in stride(from: 0, to: count, by: 3) { #expect(try cache!.bytes(forKey: "key-\(n)") == value(n)) }
+        while !FileManager.default.fileExists(atPath: dir.appending("index")) {
+            try cache!.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 2_000, "no checkpoint was written")
+        }
+        let order = try cache!.keys()
+        crash(&cache, fileSystem)
+
+        var options = BlobCache.CheckOptions()
+        options.lockTimeout = nil
+        let report = try BlobCache.check(directory: dir.path, options: options)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        defer { try? reopened.close() }
+        #expect(reopened.openReport.restoredFromSnapshot)
+        #expect(try reopened.keys() == order)
+    }
+
+    @Test("a checkpoint that fails leaves the cache working, and is not tried again until the journal has grown by the threshold")
+    func failedCheckpointBacksOff() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        let attempts = Locked(0)
+        fileSystem.interposeOnOpen(before: { path in
+            if path.string.hasSuffix("/index.tmp") { attempts.withLock { $0 += 1 } }
+        }, after: nil)
+        let cache = try open(dir, fileSystem, clock: clock)
+        fileSystem.arm(.init(call: .open, occurrence: 1, fault: .fail(.noSpace), pathSuffix: "/index.tmp"))
+        var count = 0
+        while attempts.withLock({ $0 }) == 0 {
+            try cache.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 2_000, "no checkpoint was tried")
+        }
+        #expect(fileSystem.fired)
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+        // The next 16 KiB of journal: no second attempt.
+        let failedAt = journalSize(dir)
+        while journalSize(dir) < failedAt + (15 << 10) {
+            try cache.set(value(count), forKey: "key-\(count)")
+            count += 1
+        }
+        #expect(attempts.withLock { $0 } == 1)
+        // Then one, which succeeds.
+        while !FileManager.default.fileExists(atPath: dir.appending("index")) {
+            try cache.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 4_000, "no checkpoint after the backoff")
+        }
+        #expect(attempts.withLock { $0 } == 2)
+        for n in [0, count / 2, count - 1] { #expect(try cache.bytes(forKey: "key-\(n)") == value(n)) }
+        try cache.close()
+    }
+}
