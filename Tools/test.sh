@@ -25,7 +25,7 @@ build=()
 # async and single-flight callers,
 # observers, the memory tier's async reads, sets racing a rekey, and every large-value path that
 # hashes, compresses, reads or decodes on every core.
-THREAD_TESTS='StressTests/|EarlyStagingTests/|SnapshotTests/|ReplayTests/|HostileBytesTests/forgedSnapshot|APITests/(asyncAccess|threads|codableChoices)|SingleFlightTests/|ObserverTests/|MemoryTierTests/asyncReadsFromMemory|NamespaceTests/asyncForms|StatisticsTests/metricsAndLogging|EncryptionDefectTests/setsRacingARekey|OpenWhileDecodingTests/|RawReadTests/|CodecTests/(damagedLargeLZ4|parallelFrameMatchesLZ4F)|BlobStoreTests/(largeLooseCorruption|largeValues)'
+THREAD_TESTS='StressTests/|CheckpointTests/checkpointsAmidThreads|EarlyStagingTests/|SnapshotTests/|ReplayTests/|HostileBytesTests/forgedSnapshot|APITests/(asyncAccess|threads|codableChoices)|SingleFlightTests/|ObserverTests/|MemoryTierTests/asyncReadsFromMemory|NamespaceTests/asyncForms|StatisticsTests/metricsAndLogging|EncryptionDefectTests/setsRacingARekey|OpenWhileDecodingTests/|RawReadTests/|CodecTests/(damagedLargeLZ4|parallelFrameMatchesLZ4F)|BlobStoreTests/(largeLooseCorruption|largeValues)'
 # Left out under AddressSanitizer: the suites whose work is in child processes (the CLI, SIGKILLed
 # writers and rekeys), whose code the in-process suites run too, and the saved fuzz inputs, which
 # Tools/fuzz.sh replays under AddressSanitizer.

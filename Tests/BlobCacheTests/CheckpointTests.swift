@@ -94,6 +94,45 @@ struct CheckpointTests {
         #expect(try reopened.keys() == order)
     }
 
+    @Test("checkpoints taken while other threads set and read: every value reads back, and fsck finds the last snapshot equal to a replay")
+    func checkpointsAmidThreads() async throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        var cache: BlobCache? = try open(dir, fileSystem, clock: clock)
+        let shared = cache!
+        let writes = Locked(0)
+        fileSystem.interposeOnRename(before: { _, to in
+            if to.string.hasSuffix("/index") { writes.withLock { $0 += 1 } }
+        })
+        // Four threads, each its own keys: the index is copied for each checkpoint while the
+        // others change it (the copy's arrays are copied on their next change).
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for thread in 0..<4 {
+                group.addTask {
+                    for n in stride(from: thread, to: 2_400, by: 4) {
+                        try shared.set(self.value(n), forKey: "key-\(n)")
+                        // One of this thread's own earlier keys (`n - 40` has the same thread).
+                        if n % 5 == 0, n >= 40 { #expect(try shared.bytes(forKey: "key-\(n - 40)") == self.value(n - 40)) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(writes.withLock { $0 } >= 2, "checkpoints written: \(writes.withLock { $0 })")
+        for n in 0..<2_400 { #expect(try shared.bytes(forKey: "key-\(n)") == value(n)) }
+        crash(&cache, fileSystem)
+
+        var options = BlobCache.CheckOptions()
+        options.lockTimeout = nil
+        let report = try BlobCache.check(directory: dir.path, options: options)
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        defer { try? reopened.close() }
+        #expect(reopened.openReport.restoredFromSnapshot)
+        #expect(try reopened.totals().entries == 2_400)
+    }
+
     @Test("a checkpoint that fails leaves the cache working, and is not tried again until the journal has grown by the threshold")
     func failedCheckpointBacksOff() throws {
         let dir = TemporaryDirectory()
