@@ -127,6 +127,33 @@ struct ReplayTests {
         Self.expectBothSame(Self.large, onto: first)
     }
 
+    @Test("onto a snapshot restored where it is mapped, with a long journal after it (room made once, prefault on)")
+    func ontoAMappedSnapshot() throws {
+        let dir = TemporaryDirectory()
+        let journal = Self.image(Self.records(2_000, seed: 9))
+        let first = Self.walked(journal).index
+        let path = dir.appending("index")
+        let image = IndexSnapshot.encode(first, journalSalt: Self.salt, journalLength: Int64(JournalFormat.headerSize + journal.count),
+                                         journalRecords: 2_000)
+        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
+        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil),
+              let restored = IndexSnapshot.restore(file, header: header) else {
+            Issue.record("the snapshot did not restore")
+            return
+        }
+        // 12,000 new keys (more entries than the snapshot holds slots for), then records of
+        // every kind over the old ones.
+        let newKeys = (0..<12_000).map { n -> JournalRecord in
+            .set(EntryRecord(key: "tail/\(n)/a key long enough for a record of about a hundred bytes",
+                             blob: BlobInfo(id: BlobID(hashing: Array("tail blob \(n % 9_000)".utf8)), codec: .none, rawLength: 10 + n,
+                                            payloadLength: 10 + n, place: .loose),
+                             pinned: false, created: Int64(n), expiry: .max, access: Int64(n)))
+        }
+        let tail = Self.image(newKeys + Self.records(4_000, seed: 10))
+        #expect(tail.count >= CacheIndex.parallelReplayBytes)
+        Self.expectBothSame(tail, onto: restored)
+    }
+
     @Test("what a few records make, written out by hand: keys, shared blobs, pinning, order, a namespace")
     func handWrittenIndex() {
         func blob(_ number: Int, raw: Int, place: BlobPlace = .loose) -> BlobInfo {

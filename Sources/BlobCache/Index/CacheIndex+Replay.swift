@@ -66,6 +66,12 @@ extension CacheIndex {
             // than this can be added, so their storage stays where it is.)
             reserveCapacity(min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
             sized = true
+        } else if image.count >= parallelFrom, cipher == nil {
+            // A long journal after a restored snapshot (a checkpoint's, after a crash): room
+            // made once for what it can add, so that the replay neither copies nor rehashes as
+            // it goes and the entries and blobs can be faulted in ahead of it, as above.
+            reserveCapacity(adding: min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
+            sized = true
         }
         if let cipher {
             return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }

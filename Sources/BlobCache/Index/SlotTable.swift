@@ -94,6 +94,12 @@ struct SlotTable {
         buckets[index(of: slot, hash: hash)].slot = replacement
     }
 
+    /// Grows the table once, if it must, so that it holds `capacity` slots without growing again.
+    mutating func reserveCapacity(_ capacity: Int) {
+        let size = Self.size(forCapacity: capacity)
+        if size > buckets.count { rehash(into: size) }
+    }
+
     /// Takes `slot` out, shifting back the buckets after it that probed past it.
     mutating func remove(_ slot: Int32, hash: UInt64) {
         let mask = mask
@@ -136,10 +142,12 @@ struct SlotTable {
         }
     }
 
-    private mutating func grow() {
+    private mutating func grow() { rehash(into: buckets.count * 2) }
+
+    private mutating func rehash(into size: Int) {
         let old = buckets
-        buckets = FlatArray(count: old.count * 2) { $0.initialize(repeating: .empty) }
-        mask = buckets.count - 1
+        buckets = FlatArray(count: size) { $0.initialize(repeating: .empty) }
+        mask = size - 1
         for bucket in old where bucket.slot >= 0 { place(bucket) }
     }
 }
