@@ -133,6 +133,93 @@ struct CheckpointTests {
         #expect(try reopened.totals().entries == 2_400)
     }
 
+    @Test("a failed checkpoint's backoff ends with its journal: after a rewrite the next one is tried at once (review finding)")
+    func backoffEndsWithTheJournal() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        let attempts = Locked(0)
+        fileSystem.interposeOnOpen(before: { path in
+            if path.string.hasSuffix("/index.tmp") { attempts.withLock { $0 += 1 } }
+        }, after: nil)
+        let cache = try open(dir, fileSystem, clock: clock)
+        fileSystem.arm(.init(call: .open, occurrence: 1, fault: .fail(.noSpace), pathSuffix: "/index.tmp"))
+        var count = 0
+        while attempts.withLock({ $0 }) == 0 {
+            try cache.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 2_000, "no checkpoint was tried")
+        }
+        // The rewritten journal is shorter than the failed one's backoff, and holds more than
+        // a threshold (16 KiB) of records with no snapshot: a checkpoint is due again.
+        _ = try cache.directoryLock.withExclusive { try cache.rewriteJournal() }
+        #expect(journalSize(dir) >= 16 << 10)
+        try cache.set(value(count), forKey: "key-\(count)")
+        #expect(attempts.withLock { $0 } == 2)
+        #expect(FileManager.default.fileExists(atPath: dir.appending("index")))
+        try cache.close()
+    }
+
+    @Test("two opens sharing a directory write one checkpoint per threshold of growth between them, not one each (review finding)")
+    func opensShareCheckpoints() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        let journalSizes = Locked<[Int]>([])
+        let journal = dir.appending("journal")
+        fileSystem.interposeOnRename(before: { _, to in
+            guard to.string.hasSuffix("/index") else { return }
+            let size = (try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0
+            journalSizes.withLock { $0.append(size) }
+        })
+        let first = try open(dir, fileSystem, clock: clock)
+        let second = try open(dir, fileSystem, clock: clock)
+        var count = 0
+        while journalSizes.withLock({ $0.count }) < 4 {
+            try (count % 2 == 0 ? first : second).set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 4_000, "fewer than four checkpoints")
+        }
+        let sizes = journalSizes.withLock { $0 }
+        for (earlier, later) in zip(sizes, sizes.dropFirst()) {
+            #expect(later - earlier >= 16 << 10, "checkpoints at journal sizes \(sizes)")
+        }
+        try first.close()
+        try second.close()
+    }
+
+    @Test("no checkpoint within half a threshold of a journal rewrite, which deletes the snapshot (review finding)",
+          arguments: [100, 120, 140, 160, 180])
+    func noCheckpointJustBeforeARewrite(keys: Int) throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        let journalSizes = Locked<[Int]>([])
+        let journal = dir.appending("journal")
+        fileSystem.interposeOnRename(before: { _, to in
+            guard to.string.hasSuffix("/index") else { return }
+            let size = (try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0
+            journalSizes.withLock { $0.append(size) }
+        })
+        let cache = try open(dir, fileSystem, clock: clock)
+        // `keys` keys set again and again: the journal grows, its compacted size does not.
+        // (Each count puts the checkpoints at other distances from the rewrite.)
+        var rewrites = 0, last = 0, count = 0
+        while rewrites < 2 {
+            try cache.set(value(count), forKey: "key-\(count % keys)")
+            let size = journalSize(dir)
+            if size < last { rewrites += 1 }
+            last = size
+            count += 1
+            try #require(count < 200_000, "the journal was not rewritten")
+        }
+        let threshold = try cache.withEngine { Int($0.journalRewriteThreshold) }
+        let sizes = journalSizes.withLock { $0 }
+        #expect(sizes.count > 8)
+        for size in sizes { #expect(size + (8 << 10) <= threshold, "a checkpoint at \(size), the rewrite at \(threshold)") }
+        try cache.close()
+    }
+
     @Test("a checkpoint that fails leaves the cache working, and is not tried again until the journal has grown by the threshold")
     func failedCheckpointBacksOff() throws {
         let dir = TemporaryDirectory()

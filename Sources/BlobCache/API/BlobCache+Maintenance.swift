@@ -73,12 +73,17 @@ extension BlobCache {
         }
     }
 
-    /// Writes a snapshot of the index while the cache is in use (a checkpoint): the index
-    /// copied under the lock (the journal fsynced first), encoded and written outside it.
-    /// Returns whether it was written. The caller holds `maintenanceGate` and the flock.
-    func writeCheckpoint() throws -> Bool {
-        let checkpoint = try withEngine { try $0.beginCheckpoint() }
-        // Encoded and written outside the lock: this open's other threads go on meanwhile.
+    /// Writes a snapshot of the index while the cache is in use (a checkpoint), when one is
+    /// due (or whenever, `onlyIfDue` false): the index copied under the lock, then the journal
+    /// fsynced and the snapshot encoded and written outside it (this open's other threads go
+    /// on meanwhile). Returns whether it was written. The caller holds `maintenanceGate` and
+    /// the flock.
+    func writeCheckpoint(onlyIfDue: Bool = true) throws -> Bool {
+        guard let checkpoint = try withEngine({ try $0.beginCheckpoint(onlyIfDue: onlyIfDue) }) else { return false }
+        do { try checkpoint.journalFile.sync() } catch {
+            stopJournal(checkpoint.journalFile, because: error)
+            throw error
+        }
         let written = (try? checkpoint.write()) != nil
         try withEngine { $0.finishCheckpoint(checkpoint, written: written) }
         return written

@@ -31,9 +31,11 @@ extension CacheEngine {
     /// adds an access record per entry per `accessJournalInterval` at most, so its journal
     /// stays within that larger bound.
     func journalIsRedundant(reader: Bool = false) -> Bool {
-        let threshold = max(Int64(2 * compactedJournalBytes + journalSlack), journalCompactionBackoff)
-        return journal.size > (reader ? 2 * threshold : threshold)
+        journal.size > (reader ? 2 * journalRewriteThreshold : journalRewriteThreshold)
     }
+
+    /// The journal size past which a writer rewrites it (see `journalIsRedundant`).
+    var journalRewriteThreshold: Int64 { max(Int64(2 * compactedJournalBytes + journalSlack), journalCompactionBackoff) }
 
     /// Rewrites the journal (under the lock) when it is redundant; see `journalIsRedundant`.
     func compactJournalIfRedundant() throws {

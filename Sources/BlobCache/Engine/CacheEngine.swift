@@ -49,8 +49,8 @@ final class CacheEngine: @unchecked Sendable {
     var snapshotThreshold: Int64 = 64 * 1024
     /// The least journal growth past the snapshot that makes a checkpoint due (`checkpointThreshold`).
     var checkpointMinimum: Int64 = 16 << 20
-    /// The journal size below which no checkpoint is tried again (after one failed).
-    var checkpointBackoff: Int64 = 0
+    /// After a failed checkpoint: the journal (its salt) and size below which none is tried again.
+    var checkpointBackoff: (salt: UInt64, size: Int64)?
     var lifetimeCounters: BlobCache.Counters { savedCounters + counters }
 
     /// `DIR/lock`, whose flock every operation that writes holds (`exclusively`).

@@ -78,7 +78,7 @@ struct FaultTests {
             FaultScenario(name: "checkpoint (in use)") { context in
                 _ = try context.cache.bytes(forKey: "p7")
                 _ = try context.cache.bytes(forKey: "l0")
-                _ = try context.cache.directoryLock.withExclusive { try context.cache.writeCheckpoint() }
+                _ = try context.cache.directoryLock.withExclusive { try context.cache.writeCheckpoint(onlyIfDue: false) }
             },
             FaultScenario(name: "fsck --repair", effects: ["l1": .removed, "e0": .removed, "e1": .removed, "e2": .removed], damage: { directory in
                 flipByte(looseFile(directory, BlobID(hashing: FaultScenario.seeded["l1"]!)), at: 100)
