@@ -220,6 +220,40 @@ struct CheckpointTests {
         try cache.close()
     }
 
+    @Test("a journal that fails while a checkpoint is written outside the lock takes the snapshot with it (review finding)")
+    func journalFailureTakesTheSnapshot() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let clock = ManualClock()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) {
+            $0.fileSystem = fileSystem
+            $0.checkpointMinimum = 16 << 10
+            $0.durability = .powerLossSafe   // every set fsyncs the journal
+        })
+        // Just before the snapshot is renamed into place, a set's journal fsync fails (as when
+        // another thread's fsync was told of a writeback error this checkpoint's fsync covered).
+        let failedSet = Locked<Bool?>(nil)
+        fileSystem.interposeOnRename(before: { _, to in
+            guard to.string.hasSuffix("/index"), failedSet.withLock({ $0 }) == nil else { return }
+            fileSystem.arm(.init(call: .sync, occurrence: 1, fault: .fail(.ioError), pathSuffix: "/journal"))
+            let failed = (try? cache.set([1, 2, 3], forKey: "during")) == nil
+            failedSet.withLock { $0 = failed }
+        })
+        var count = 0
+        while failedSet.withLock({ $0 }) == nil {
+            try cache.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < 2_000, "no checkpoint was written")
+        }
+        #expect(failedSet.withLock { $0 } == true)
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+        try? cache.close()
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        defer { try? reopened.close() }
+        #expect(!reopened.openReport.restoredFromSnapshot)
+        #expect(try reopened.bytes(forKey: "key-0") == value(0))
+    }
+
     @Test("a checkpoint that fails leaves the cache working, and is not tried again until the journal has grown by the threshold")
     func failedCheckpointBacksOff() throws {
         let dir = TemporaryDirectory()

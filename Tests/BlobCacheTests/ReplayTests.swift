@@ -141,6 +141,7 @@ struct ReplayTests {
             Issue.record("the snapshot did not restore")
             return
         }
+        #expect(restored.entries.isMapped && restored.blobs.isMapped)
         // 12,000 new keys (more entries than the snapshot holds slots for), then records of
         // every kind over the old ones.
         let newKeys = (0..<12_000).map { n -> JournalRecord in

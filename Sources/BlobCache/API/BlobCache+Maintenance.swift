@@ -84,9 +84,17 @@ extension BlobCache {
             stopJournal(checkpoint.journalFile, because: error)
             throw error
         }
-        let written = (try? checkpoint.write()) != nil
-        try withEngine { $0.finishCheckpoint(checkpoint, written: written) }
-        return written
+        let firstPage = try? checkpoint.write()
+        do {
+            try withEngine { $0.finishCheckpoint(checkpoint, written: firstPage != nil) }
+        } catch {
+            // The journal failed meanwhile: say, a writeback error that this fsync and another
+            // thread's (under the lock) both covered, reported to that one alone. The snapshot
+            // may reflect records that never reached the disk: it must not outlive the journal.
+            if let firstPage { checkpoint.remove(ifItBegins: firstPage) }
+            throw error
+        }
+        return firstPage != nil
     }
 
     /// Rewrites the journal to its live entries: records taken under the lock, the new file

@@ -49,12 +49,20 @@ extension CacheEngine {
             io = engine.io
         }
 
-        /// Encodes (and seals) the snapshot and puts it in place of `DIR/index`.
-        func write() throws {
+        /// Encodes (and seals) the snapshot and puts it in place of `DIR/index`; returns the
+        /// file's first page (`remove(ifItBegins:)`).
+        @discardableResult
+        func write() throws -> [UInt8] {
             let plain = IndexSnapshot.encode(index, journalSalt: journalSalt, journalLength: journalLength,
                                              journalRecords: journalRecords)
             let image = cipher.map { IndexSnapshot.seal(plain, cipher: $0) } ?? plain
             _ = try image.withUnsafeBytes { try io.replaceAtomically(path, with: $0, durable: false) }
+            return Array(image.prefix(IndexSnapshot.page))
+        }
+
+        /// Deletes the snapshot `write` put in place, if no other open replaced it since.
+        func remove(ifItBegins firstPage: [UInt8]) {
+            IndexSnapshot.remove(path, io: io, ifItBegins: firstPage)
         }
     }
 
@@ -74,7 +82,9 @@ extension CacheEngine {
 
     /// Takes as this open's `snapshotCoverage` that of `DIR/index` when another open wrote it
     /// for this journal and it covers more (its header page, checked, is read; a sealed
-    /// snapshot is left alone, as its header cannot be read without opening it whole).
+    /// snapshot is left alone, as its header cannot be read without opening it whole). Only
+    /// the header is trusted here: a snapshot whose body is damaged costs a missed checkpoint,
+    /// as the open that finds it replays the whole journal.
     func adoptSnapshotOnDisk() {
         guard journal.cipher == nil, let fd = try? io.openIfExists(files.snapshot) else { return }
         defer { io.close(fd) }

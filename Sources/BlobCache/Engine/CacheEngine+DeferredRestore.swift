@@ -195,12 +195,7 @@ extension CacheEngine {
     /// Deletes `DIR/index` when it is still the snapshot `pending` mapped (its header page the
     /// same): without the flock, another open's close may have put a good one in its place.
     private func removeSnapshot(ifStill pending: PendingRestore) {
-        let page = IndexSnapshot.page
-        guard let fd = try? io.openIfExists(files.snapshot) else { return }
-        let current = try? io.read(fd, count: page, at: 0, path: files.snapshot)
-        io.close(fd)
-        guard let current, current.elementsEqual(pending.file.bytes[0..<page]) else { return }
-        _ = try? io.remove(files.snapshot)
+        IndexSnapshot.remove(files.snapshot, io: io, ifItBegins: pending.file.bytes[0..<IndexSnapshot.page])
     }
 
     /// Ends a close while the restore is still deferred: the recency of the reads made before it

@@ -70,8 +70,7 @@ extension CacheIndex {
             // A long journal after a restored snapshot (a checkpoint's, after a crash): room
             // made once for what it can add, so that the replay neither copies nor rehashes as
             // it goes and the entries and blobs can be faulted in ahead of it, as above.
-            reserveCapacity(adding: min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
-            sized = true
+            sized = reserveCapacity(adding: min(JournalReader.countFrames(records: image), image.count / 83), keyBytes: image.count)
         }
         if let cipher {
             return JournalReader.walk(records: image, at: start, salt: salt, cipher: cipher) { record, _ in apply(record) }
@@ -81,7 +80,7 @@ extension CacheIndex {
         }
         // Only an index sized here keeps its storage where the prefault finds it.
         let regions = growthRegions
-        let prefault = sized ? ReplayPrefault(entries: regions.entries, blobs: regions.blobs) : nil
+        let prefault = sized ? ReplayPrefault(entries: regions.entries, blobs: regions.blobs, filled: filledBytes) : nil
         let halves = ParallelReplay(index: CacheIndex(seed: seed), image: image, start: start, salt: salt, prefault: prefault)
         swap(&self, &halves.index)   // moved, not copied: the index stays uniquely referenced
         DispatchQueue.concurrentPerform(iterations: 2) { halves.run(task: $0) }

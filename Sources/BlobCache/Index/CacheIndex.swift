@@ -336,19 +336,23 @@ struct CacheIndex {
         guard count > entries.count else { return }
         entries.reserveCapacity(count)
         blobs.reserveCapacity(count)
-        if keyTable.count == 0 { keyTable = SlotTable(capacity: count) } else { keyTable.reserveCapacity(count) }
-        if blobTable.count == 0 { blobTable = SlotTable(capacity: count) } else { blobTable.reserveCapacity(count) }
+        if keyTable.count == 0 { keyTable = SlotTable(capacity: count) }
+        if blobTable.count == 0 { blobTable = SlotTable(capacity: count) }
     }
 
     /// Makes room for `count` more entries and blobs than the index has slots for now, and
     /// `keyBytes` more bytes of keys (a replay onto a restored snapshot: its storage is
-    /// copied once, and its tables rehashed once, instead of as it grows).
-    mutating func reserveCapacity(adding count: Int, keyBytes: Int) {
+    /// copied once instead of as it grows), and moves its tables out of the snapshot's mapping
+    /// (`FlatArray.moveToOwnMemory`; they grow as they must: `count` counts every record, and
+    /// a tail of reads would oversize them). Returns whether the entries and blobs are now in
+    /// memory of their own, with that room (what `ReplayPrefault` needs).
+    mutating func reserveCapacity(adding count: Int, keyBytes: Int) -> Bool {
         keyArena.reserveCapacity(min(keyArena.count + keyBytes, Int(UInt32.max)))
         entries.reserveCapacity(entries.count + count)
         blobs.reserveCapacity(blobs.count + count)
-        keyTable.reserveCapacity(keyTable.count + count)
-        blobTable.reserveCapacity(blobTable.count + count)
+        keyTable.moveToOwnMemory()
+        blobTable.moveToOwnMemory()
+        return count > 0 && !entries.isMapped && !blobs.isMapped
     }
 
     // MARK: Lookup

@@ -86,8 +86,21 @@ struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableColle
         storage.count = needed
     }
 
+    /// Room for `capacity` elements, in storage of this array's own (as `Array` does).
     mutating func reserveCapacity(_ capacity: Int) {
-        if capacity > storage.capacity { makeUnique(capacity: capacity) }
+        makeUnique(capacity: Swift.max(capacity, storage.capacity))
+    }
+
+    /// Moves the elements out of a mapped file into memory of their own (same capacity), for
+    /// an array about to be written all over: each first write to a mapped page copies it and,
+    /// while another thread of the process runs, interrupts that thread's core to flush its
+    /// TLB (a third of a replay onto a restored snapshot went to those, `perf record -g`).
+    mutating func moveToOwnMemory() {
+        guard isMapped else { return }
+        let fresh = Storage(capacity: storage.capacity)
+        fresh.base.initialize(from: storage.base, count: storage.count)
+        fresh.count = storage.count
+        storage = fresh
     }
 
     func withUnsafeBufferPointer<Result>(_ body: (UnsafeBufferPointer<Element>) throws -> Result) rethrows -> Result {

@@ -228,6 +228,16 @@ enum IndexSnapshot {
         }
     }
 
+    /// Deletes the snapshot at `path` if its first page is still `firstPage` (the file this
+    /// open wrote or mapped, not one another open put there since). Best effort.
+    static func remove(_ path: CachePath, io: FileIO, ifItBegins firstPage: some Collection<UInt8>) {
+        guard let fd = try? io.openIfExists(path) else { return }
+        let current = try? io.read(fd, count: page, at: 0, path: path)
+        io.close(fd)
+        guard let current, current.elementsEqual(firstPage) else { return }
+        _ = try? io.remove(path)
+    }
+
     // MARK: Sealed (encryption)
 
     /// The magic of a sealed snapshot: `BCIS`, a 4-byte version (1), then the image sealed

@@ -37,9 +37,13 @@ final class ReplayPrefault: @unchecked Sendable {
     private let finished = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
 
-    init(entries: Region, blobs: Region) {
+    /// `filled`: the bytes of each region already in use (resident: a replay onto a
+    /// restored index has them copied), from which the prefault starts.
+    init(entries: Region, blobs: Region, filled: (entries: Int, blobs: Int) = (0, 0)) {
         regions = [entries, blobs]
-        resident = [0, 0]
+        resident = [filled.entries, filled.blobs]
+        filledEntries.store(filled.entries, ordering: .relaxed)
+        filledBlobs.store(filled.blobs, ordering: .relaxed)
     }
 
     /// The applying core, after each batch: the bytes each region holds, and where its storage

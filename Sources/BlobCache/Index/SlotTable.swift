@@ -94,11 +94,8 @@ struct SlotTable {
         buckets[index(of: slot, hash: hash)].slot = replacement
     }
 
-    /// Grows the table once, if it must, so that it holds `capacity` slots without growing again.
-    mutating func reserveCapacity(_ capacity: Int) {
-        let size = Self.size(forCapacity: capacity)
-        if size > buckets.count { rehash(into: size) }
-    }
+    /// Moves the buckets out of a mapped snapshot into memory of their own (`FlatArray.moveToOwnMemory`).
+    mutating func moveToOwnMemory() { buckets.moveToOwnMemory() }
 
     /// Takes `slot` out, shifting back the buckets after it that probed past it.
     mutating func remove(_ slot: Int32, hash: UInt64) {
@@ -142,12 +139,10 @@ struct SlotTable {
         }
     }
 
-    private mutating func grow() { rehash(into: buckets.count * 2) }
-
-    private mutating func rehash(into size: Int) {
+    private mutating func grow() {
         let old = buckets
-        buckets = FlatArray(count: size) { $0.initialize(repeating: .empty) }
-        mask = size - 1
+        buckets = FlatArray(count: old.count * 2) { $0.initialize(repeating: .empty) }
+        mask = buckets.count - 1
         for bucket in old where bucket.slot >= 0 { place(bucket) }
     }
 }
