@@ -21,6 +21,57 @@ struct CheckpointTests {
         (try? FileManager.default.attributesOfItem(atPath: dir.appending("journal"))[.size] as? Int) ?? 0
     }
 
+    /// Sets `key-count`, `key-(count + 1)`, … (each to its `value`) while `condition` holds, and
+    /// fails the test once `limit` keys are set.
+    private func setKeys(_ cache: BlobCache, from count: inout Int, limit: Int = 2_000, while condition: () -> Bool,
+                         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        while condition() {
+            try cache.set(value(count), forKey: "key-\(count)")
+            count += 1
+            try #require(count < limit, "still going after \(limit) keys", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A cache whose first checkpoint fails (ENOSPC creating `index.tmp`), its file system, and
+    /// the count of checkpoints tried.
+    private func cacheWhoseFirstCheckpointFails(_ dir: TemporaryDirectory) throws -> (BlobCache, FaultyFileSystem, Locked<Int>) {
+        let fileSystem = FaultyFileSystem()
+        let attempts = countCheckpointAttempts(on: fileSystem)
+        let cache = try open(dir, fileSystem, clock: ManualClock())
+        fileSystem.arm(.init(call: .open, occurrence: 1, fault: .fail(.noSpace), pathSuffix: "/index.tmp"))
+        return (cache, fileSystem, attempts)
+    }
+
+    private func hasSnapshot(_ dir: TemporaryDirectory) -> Bool { FileManager.default.fileExists(atPath: dir.appending("index")) }
+
+    private func expectFsckFindsNoError(_ dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        var options = BlobCache.CheckOptions()
+        options.lockTimeout = nil
+        let report = try BlobCache.check(directory: dir.path, options: options)
+        #expect(report.errors.isEmpty, "\(report.errors)", sourceLocation: sourceLocation)
+    }
+
+    /// Counts the snapshot files opened for writing (`index.tmp`): checkpoints tried.
+    private func countCheckpointAttempts(on fileSystem: FaultyFileSystem) -> Locked<Int> {
+        let attempts = Locked(0)
+        fileSystem.interposeOnOpen(before: { path in
+            if path.string.hasSuffix("/index.tmp") { attempts.withLock { $0 += 1 } }
+        }, after: nil)
+        return attempts
+    }
+
+    /// Records the journal's size each time a snapshot is renamed into place.
+    private func recordCheckpoints(on fileSystem: FaultyFileSystem, in dir: TemporaryDirectory) -> Locked<[Int]> {
+        let journalSizes = Locked<[Int]>([])
+        let journal = dir.appending("journal")
+        fileSystem.interposeOnRename(before: { _, to in
+            guard to.string.hasSuffix("/index") else { return }
+            let size = (try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0
+            journalSizes.withLock { $0.append(size) }
+        })
+        return journalSizes
+    }
+
     /// Crashes `cache` (every later call of its file system fails, so its close writes nothing).
     private func crash(_ cache: inout BlobCache?, _ fileSystem: FaultyFileSystem) {
         fileSystem.crashNow()
@@ -36,17 +87,10 @@ struct CheckpointTests {
         var cache: BlobCache? = try open(dir, fileSystem, clock: clock)
         var count = 0
         // Below 16 KiB of journal: no snapshot while the cache is open.
-        while journalSize(dir) < 8 << 10 {
-            try cache!.set(value(count), forKey: "key-\(count)")
-            count += 1
-        }
-        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+        try setKeys(cache!, from: &count) { journalSize(dir) < 8 << 10 }
+        #expect(!hasSnapshot(dir))
         // Past it: a checkpoint, then a tail of sets after it.
-        while !FileManager.default.fileExists(atPath: dir.appending("index")) {
-            try cache!.set(value(count), forKey: "key-\(count)")
-            count += 1
-            try #require(count < 2_000, "no checkpoint was written")
-        }
+        try setKeys(cache!, from: &count) { !hasSnapshot(dir) }
         let covered = count
         for _ in 0..<20 {
             try cache!.set(value(count), forKey: "key-\(count)")
@@ -69,25 +113,15 @@ struct CheckpointTests {
         let clock = ManualClock()
         var cache: BlobCache? = try open(dir, fileSystem, clock: clock)
         var count = 0
-        while journalSize(dir) < 12 << 10 {
-            try cache!.set(value(count), forKey: "key-\(count)")
-            count += 1
-        }
+        try setKeys(cache!, from: &count) { journalSize(dir) < 12 << 10 }
         // Reads within `accessJournalInterval` of the sets move entries without a record.
         clock.advance(by: .seconds(1))
         for n in stride(from: 0, to: count, by: 3) { #expect(try cache!.bytes(forKey: "key-\(n)") == value(n)) }
-        while !FileManager.default.fileExists(atPath: dir.appending("index")) {
-            try cache!.set(value(count), forKey: "key-\(count)")
-            count += 1
-            try #require(count < 2_000, "no checkpoint was written")
-        }
+        try setKeys(cache!, from: &count) { !hasSnapshot(dir) }
         let order = try cache!.keys()
         crash(&cache, fileSystem)
 
-        var options = BlobCache.CheckOptions()
-        options.lockTimeout = nil
-        let report = try BlobCache.check(directory: dir.path, options: options)
-        #expect(report.errors.isEmpty, "\(report.errors)")
+        try expectFsckFindsNoError(dir)
         let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
         defer { try? reopened.close() }
         #expect(reopened.openReport.restoredFromSnapshot)
@@ -123,10 +157,7 @@ struct CheckpointTests {
         for n in 0..<2_400 { #expect(try shared.bytes(forKey: "key-\(n)") == value(n)) }
         crash(&cache, fileSystem)
 
-        var options = BlobCache.CheckOptions()
-        options.lockTimeout = nil
-        let report = try BlobCache.check(directory: dir.path, options: options)
-        #expect(report.errors.isEmpty, "\(report.errors)")
+        try expectFsckFindsNoError(dir)
         let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
         defer { try? reopened.close() }
         #expect(reopened.openReport.restoredFromSnapshot)
@@ -136,27 +167,16 @@ struct CheckpointTests {
     @Test("a failed checkpoint's backoff ends with its journal: after a rewrite the next one is tried at once (review finding)")
     func backoffEndsWithTheJournal() throws {
         let dir = TemporaryDirectory()
-        let fileSystem = FaultyFileSystem()
-        let clock = ManualClock()
-        let attempts = Locked(0)
-        fileSystem.interposeOnOpen(before: { path in
-            if path.string.hasSuffix("/index.tmp") { attempts.withLock { $0 += 1 } }
-        }, after: nil)
-        let cache = try open(dir, fileSystem, clock: clock)
-        fileSystem.arm(.init(call: .open, occurrence: 1, fault: .fail(.noSpace), pathSuffix: "/index.tmp"))
+        let (cache, fileSystem, attempts) = try cacheWhoseFirstCheckpointFails(dir)
         var count = 0
-        while attempts.withLock({ $0 }) == 0 {
-            try cache.set(value(count), forKey: "key-\(count)")
-            count += 1
-            try #require(count < 2_000, "no checkpoint was tried")
-        }
+        try setKeys(cache, from: &count) { attempts.withLock { $0 } == 0 }
         // The rewritten journal is shorter than the failed one's backoff, and holds more than
         // a threshold (16 KiB) of records with no snapshot: a checkpoint is due again.
         _ = try cache.directoryLock.withExclusive { try cache.rewriteJournal() }
         #expect(journalSize(dir) >= 16 << 10)
         try cache.set(value(count), forKey: "key-\(count)")
         #expect(attempts.withLock { $0 } == 2)
-        #expect(FileManager.default.fileExists(atPath: dir.appending("index")))
+        #expect(hasSnapshot(dir))
         try cache.close()
     }
 
@@ -165,13 +185,7 @@ struct CheckpointTests {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let clock = ManualClock()
-        let journalSizes = Locked<[Int]>([])
-        let journal = dir.appending("journal")
-        fileSystem.interposeOnRename(before: { _, to in
-            guard to.string.hasSuffix("/index") else { return }
-            let size = (try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0
-            journalSizes.withLock { $0.append(size) }
-        })
+        let journalSizes = recordCheckpoints(on: fileSystem, in: dir)
         let first = try open(dir, fileSystem, clock: clock)
         let second = try open(dir, fileSystem, clock: clock)
         var count = 0
@@ -194,13 +208,7 @@ struct CheckpointTests {
         let dir = TemporaryDirectory()
         let fileSystem = FaultyFileSystem()
         let clock = ManualClock()
-        let journalSizes = Locked<[Int]>([])
-        let journal = dir.appending("journal")
-        fileSystem.interposeOnRename(before: { _, to in
-            guard to.string.hasSuffix("/index") else { return }
-            let size = (try? FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int) ?? 0
-            journalSizes.withLock { $0.append(size) }
-        })
+        let journalSizes = recordCheckpoints(on: fileSystem, in: dir)
         let cache = try open(dir, fileSystem, clock: clock)
         // `keys` keys set again and again: the journal grows, its compacted size does not.
         // (Each count puts the checkpoints at other distances from the rewrite.)
@@ -240,13 +248,9 @@ struct CheckpointTests {
             failedSet.withLock { $0 = failed }
         })
         var count = 0
-        while failedSet.withLock({ $0 }) == nil {
-            try cache.set(value(count), forKey: "key-\(count)")
-            count += 1
-            try #require(count < 2_000, "no checkpoint was written")
-        }
+        try setKeys(cache, from: &count) { failedSet.withLock { $0 } == nil }
         #expect(failedSet.withLock { $0 } == true)
-        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+        #expect(!hasSnapshot(dir))
         try? cache.close()
         let reopened = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
         defer { try? reopened.close() }
@@ -257,35 +261,17 @@ struct CheckpointTests {
     @Test("a checkpoint that fails leaves the cache working, and is not tried again until the journal has grown by the threshold")
     func failedCheckpointBacksOff() throws {
         let dir = TemporaryDirectory()
-        let fileSystem = FaultyFileSystem()
-        let clock = ManualClock()
-        let attempts = Locked(0)
-        fileSystem.interposeOnOpen(before: { path in
-            if path.string.hasSuffix("/index.tmp") { attempts.withLock { $0 += 1 } }
-        }, after: nil)
-        let cache = try open(dir, fileSystem, clock: clock)
-        fileSystem.arm(.init(call: .open, occurrence: 1, fault: .fail(.noSpace), pathSuffix: "/index.tmp"))
+        let (cache, fileSystem, attempts) = try cacheWhoseFirstCheckpointFails(dir)
         var count = 0
-        while attempts.withLock({ $0 }) == 0 {
-            try cache.set(value(count), forKey: "key-\(count)")
-            count += 1
-            try #require(count < 2_000, "no checkpoint was tried")
-        }
+        try setKeys(cache, from: &count) { attempts.withLock { $0 } == 0 }
         #expect(fileSystem.fired)
-        #expect(!FileManager.default.fileExists(atPath: dir.appending("index")))
+        #expect(!hasSnapshot(dir))
         // The next 16 KiB of journal: no second attempt.
         let failedAt = journalSize(dir)
-        while journalSize(dir) < failedAt + (15 << 10) {
-            try cache.set(value(count), forKey: "key-\(count)")
-            count += 1
-        }
+        try setKeys(cache, from: &count) { journalSize(dir) < failedAt + (15 << 10) }
         #expect(attempts.withLock { $0 } == 1)
         // Then one, which succeeds.
-        while !FileManager.default.fileExists(atPath: dir.appending("index")) {
-            try cache.set(value(count), forKey: "key-\(count)")
-            count += 1
-            try #require(count < 4_000, "no checkpoint after the backoff")
-        }
+        try setKeys(cache, from: &count, limit: 4_000) { !hasSnapshot(dir) }
         #expect(attempts.withLock { $0 } == 2)
         for n in [0, count / 2, count - 1] { #expect(try cache.bytes(forKey: "key-\(n)") == value(n)) }
         try cache.close()
