@@ -96,11 +96,7 @@ struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableColle
     /// while another thread of the process runs, interrupts that thread's core to flush its
     /// TLB (a third of a replay onto a restored snapshot went to those, `perf record -g`).
     mutating func moveToOwnMemory() {
-        guard isMapped else { return }
-        let fresh = Storage(capacity: storage.capacity)
-        fresh.base.initialize(from: storage.base, count: storage.count)
-        fresh.count = storage.count
-        storage = fresh
+        if isMapped { moveStorage(capacity: storage.capacity) }
     }
 
     func withUnsafeBufferPointer<Result>(_ body: (UnsafeBufferPointer<Element>) throws -> Result) rethrows -> Result {
@@ -127,6 +123,11 @@ struct FlatArray<Element: BitwiseCopyable>: RandomAccessCollection, MutableColle
     /// memory when it is shared, too small, or a mapped section that must grow.
     private mutating func makeUnique(capacity: Int) {
         if isKnownUniquelyReferenced(&storage) && capacity <= storage.capacity { return }
+        moveStorage(capacity: capacity)
+    }
+
+    /// Copies the elements into new memory with room for `capacity`.
+    private mutating func moveStorage(capacity: Int) {
         let fresh = Storage(capacity: capacity)
         fresh.base.initialize(from: storage.base, count: storage.count)
         fresh.count = storage.count
