@@ -247,6 +247,8 @@ struct CheckpointTests {
             let failed = (try? cache.set([1, 2, 3], forKey: "during")) == nil
             failedSet.withLock { $0 = failed }
         })
+        // The hook holds the cache, which holds the file system, which holds the hook.
+        defer { fileSystem.interposeOnRename(before: nil) }
         var count = 0
         try setKeys(cache, from: &count) { failedSet.withLock { $0 } == nil }
         #expect(failedSet.withLock { $0 } == true)
