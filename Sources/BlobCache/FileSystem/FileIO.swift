@@ -38,10 +38,12 @@ struct FileIO: Sendable {
 
     /// Opens `path` (close-on-exec). A file is never opened through a symbolic link
     /// (`O_NOFOLLOW`: ELOOP instead), so nothing planted in DIR leads outside it; a directory
-    /// may be one (the cache directory itself may be reached through a link).
+    /// may be one (the cache directory itself may be reached through a link). Nor does the
+    /// open wait (`O_NONBLOCK`, which regular files ignore): a FIFO planted under a cache name
+    /// opens at once and reads as empty, instead of blocking the open, fsck or a checkpoint.
     func open(_ path: CachePath, _ mode: FileDescriptor.AccessMode,
               options: FileDescriptor.OpenOptions = [], permissions: FilePermissions? = nil) throws -> FileDescriptor {
-        let options = options.contains(.directory) ? options : options.union(.noFollow)
+        let options = options.contains(.directory) ? options : options.union(Self.fileOptions)
         let fd: FileDescriptor
         do {
             fd = try system.open(path, mode, options: options.union(.closeOnExec), permissions: permissions)
@@ -60,16 +62,19 @@ struct FileIO: Sendable {
         return fd
     }
 
+    /// What every open of a file adds: no symbolic link followed, no wait on a FIFO.
+    private static let fileOptions: FileDescriptor.OpenOptions = [.noFollow, .nonBlocking]
+
     /// Creates a file that must not exist yet, for writing.
     func create(_ path: CachePath, _ mode: FileDescriptor.AccessMode = .writeOnly) throws -> FileDescriptor {
         try open(path, mode, options: [.create, .exclusiveCreate], permissions: filePermissions)
     }
 
-    /// Opens a file (for reading unless told), never through a symbolic link; `nil` when it
-    /// does not exist.
+    /// Opens a file (for reading unless told), never through a symbolic link nor waiting on a
+    /// FIFO (as `open`); `nil` when it does not exist.
     func openIfExists(_ path: CachePath, _ mode: FileDescriptor.AccessMode = .readOnly) throws -> FileDescriptor? {
         do {
-            return try system.open(path, mode, options: [.closeOnExec, .noFollow], permissions: nil)
+            return try system.open(path, mode, options: Self.fileOptions.union(.closeOnExec), permissions: nil)
         } catch .noSuchFileOrDirectory {
             return nil
         } catch {
