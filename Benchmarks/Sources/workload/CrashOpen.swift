@@ -8,7 +8,7 @@ import Foundation
 // the cache was in use, if any, and replays the journal after it.
 
 /// The child that fills `directory` with `count` values and dies with the cache open.
-func crashFill(directory: String, count: Int) throws {
+func crashFill(directory: String, count: Int) throws -> Never {
     let cache = try BlobCache(directory: directory)
     var value = [UInt8](repeating: 0x5A, count: 64)
     for number in 0..<count {

@@ -12,8 +12,9 @@ let readerRounds = ProcessInfo.processInfo.environment["READERS_ROUNDS"].flatMap
 
 /// Passes over every key each reader thread makes in a round: `READERS_PASSES`, default 5.
 /// One pass is about 16 ms here, short enough that waking the threads and the scheduler's
-/// placement of them weigh on the two-thread figure (1.56–1.62× with one pass where five
-/// passes, about 80 ms, gave 1.81–1.87× on the same build); five keep rounds short.
+/// placement of them weigh on the two-thread figure: in eight alternated runs, one pass gave
+/// a median of 1.67× (1.26–1.87×), five passes (about 80 ms) 1.85× (1.26–1.89×, 7 of 8 at
+/// 1.8× or more); README, "sixth session".
 let readerPasses = ProcessInfo.processInfo.environment["READERS_PASSES"].flatMap { Int($0) }.map { max(1, $0) } ?? 5
 
 func readers(_ options: Options, rounds: Int = readerRounds) throws -> [Measurement] {
@@ -27,8 +28,7 @@ func readers(_ options: Options, rounds: Int = readerRounds) throws -> [Measurem
     defer { try? cache.close() }
     for (key, blob) in zip(keys, blobs) { try cache.set(blob, forKey: key) }
     for key in keys { _ = try cache.bytes(forKey: key) }   // warm the page cache
-    // One untimed round first: the first round of a run, with threads and code cold, ran at
-    // 1.54× and 1.69× where the rounds after it ran at 1.81–1.90×.
+    // One untimed round first, so that no timed round runs with the threads and code cold.
     _ = try timedReaders(cache, keys: keys, threads: 1)
     _ = try timedReaders(cache, keys: keys, threads: 2)
     settle()
