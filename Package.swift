@@ -37,11 +37,15 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
+        // XXH3 from the system's xxHash header (Debian libxxhash-dev; nothing linked), its AVX2
+        // kernel picked at run time: the loose blob checksum (docs/FORMAT.md).
+        .target(name: "CXXHash"),
         .target(
             name: "BlobCache",
             dependencies: [
                 "CLZ4",
                 "CZlib",
+                "CXXHash",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,8 +2,9 @@
 # Makes sure the system packages BlobCache needs are here. As root it installs what is missing
 # with apt-get; otherwise it prints the exact command and stops.
 #
-#   Tools/ensure-deps.sh            to build: liblz4-dev, zlib1g-dev (found via pkg-config) and
-#                                   libhiredis-dev (the Redis remote store)
+#   Tools/ensure-deps.sh            to build: liblz4-dev, zlib1g-dev (found via pkg-config),
+#                                   libxxhash-dev (its header: XXH3) and libhiredis-dev (the
+#                                   Redis remote store)
 #   Tools/ensure-deps.sh --servers  and the real servers and clients the tests start on
 #                                   loopback: nginx, redis-server, ccache, curl
 set -euo pipefail
@@ -11,7 +12,7 @@ set -euo pipefail
 # Without root, missing build packages stop it (exit 1); missing servers do not: the tests that
 # need one skip, saying which.
 set -euo pipefail
-required=(liblz4-dev zlib1g-dev pkg-config libhiredis-dev)
+required=(liblz4-dev zlib1g-dev pkg-config libhiredis-dev libxxhash-dev)
 servers=(nginx redis-server ccache curl)
 packages=("${required[@]}")
 [[ ${1:-} == --servers ]] && packages+=("${servers[@]}")

@@ -133,9 +133,9 @@ struct BlobStoreTests {
         let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0; $0.codec = codec })
         for (key, value) in values {
             let id = try cache.set(value, forKey: key)
-            let version2 = readFile(looseFile(dir.path, id))
-            let version1 = rewrittenAsVersionOne(version2)
-            #expect(version1[4] == 1 && version1.count == version2.count)
+            let current = readFile(looseFile(dir.path, id))
+            let version1 = rewrittenAsVersionOne(current)
+            #expect(version1[4] == 1 && version1.count == current.count)
             let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
             let readBack = try version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
             #expect(readBack, "\(key) in format 1 reads back")
@@ -143,6 +143,37 @@ struct BlobStoreTests {
             damaged[damaged.count - 3] ^= 1
             #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) } == .failure(.checksum("CRC mismatch")))
             writeFile(looseFile(dir.path, id), version1)
+        }
+        try cache.close()
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        for (key, value) in values {
+            let readBack = try reopened.bytes(forKey: key) == value
+            #expect(readBack, "\(key) reads back through the cache")
+        }
+        try reopened.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
+    @Test("loose blobs of format version 2 (XXH64) are still read, checked and passed by fsck, large raw ones in pieces",
+          arguments: [Codec.none, .lz4, .zlib])
+    func versionTwoLooseBlobs(codec: Codec) throws {
+        let dir = TemporaryDirectory()
+        let values = ["small": Samples.compressible(70_000), "large": Samples.compressible(600_000, seed: 2),
+                      "raw": Samples.random(700_000, seed: 3)]
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0; $0.codec = codec })
+        for (key, value) in values {
+            let id = try cache.set(value, forKey: key)
+            let version3 = readFile(looseFile(dir.path, id))
+            #expect(version3[4] == LooseBlobFormat.version && LooseBlobFormat.version == 3)
+            let version2 = rewrittenAsVersionTwo(version3)
+            let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
+            let readBack = try version2.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
+            #expect(readBack, "\(key) in format 2 reads back")
+            var damaged = version2
+            damaged[damaged.count - 3] ^= 1
+            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) } == .failure(.checksum("XXH64 mismatch")))
+            #expect(version3.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.map { $0 == value } == .success(true))
+            writeFile(looseFile(dir.path, id), version2)
         }
         try cache.close()
         let reopened = try BlobCache(directory: dir.path, configuration: .testing())
@@ -202,7 +233,19 @@ struct BlobStoreTests {
         return old
     }
 
-    /// A version 2 loose file as version 1 wrote it: the same fields, bytes 24..<28 zero and a
+    /// A version 3 loose file as version 2 wrote it: the same fields, with the XXH64 of the
+    /// payload seeded with the XXH64 of bytes 0..<24 in 24..<32.
+    private func rewrittenAsVersionTwo(_ image: [UInt8]) -> [UInt8] {
+        var old = image
+        old[4] = 2
+        let digest = old.withUnsafeBytes {
+            XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[32...]), after: UnsafeRawBufferPointer(rebasing: $0[0..<24]))
+        }
+        old.replaceSubrange(24..<32, with: withUnsafeBytes(of: digest.littleEndian, Array.init))
+        return old
+    }
+
+    /// A loose file as version 1 wrote it: the same fields, bytes 24..<28 zero and a
     /// CRC-32 of bytes 0..<28 and the payload in 28..<32.
     private func rewrittenAsVersionOne(_ image: [UInt8]) -> [UInt8] {
         var old = image

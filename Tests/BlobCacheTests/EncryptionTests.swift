@@ -170,8 +170,10 @@ struct EncryptionTests {
             var file = files[loosePath]!
             let at = place == "tag" ? file.count - 3 : LooseBlobFormat.headerSize + CacheCipher.nonceSize + 1000
             file[at] ^= 0x01
-            // The outer XXH64 made to match: only the seal can tell.
-            let digest = file.withUnsafeBytes { XXHash64.hash(UnsafeRawBufferPointer(rebasing: $0[32...]), after: UnsafeRawBufferPointer(rebasing: $0[0..<24])) }
+            // The outer checksum made to match: only the seal can tell.
+            let digest = file.withUnsafeBytes {
+                LooseBlobFormat.checksum(of: UnsafeRawBufferPointer(rebasing: $0[32...]), after: UnsafeRawBufferPointer(rebasing: $0[0..<24]))
+            }
             withUnsafeBytes(of: digest.littleEndian) { file.replaceSubrange(24..<32, with: $0) }
             try Data(file).write(to: URL(fileURLWithPath: dir.appending(loosePath)))
         case "pack record":
@@ -245,7 +247,7 @@ struct EncryptionTests {
         try cache.close()
         let doomed = try #require(Set(regularFiles(under: dir.path).keys.filter { $0.hasPrefix("objects/") }).subtracting(before).first)
         var file = readFile(dir.appending(doomed))
-        file[24] ^= 0x01   // the XXH64 field
+        file[24] ^= 0x01   // the checksum field
         try Data(file).write(to: URL(fileURLWithPath: dir.appending(doomed)))
 
         var repairing = checkOptions(testKey)
@@ -268,7 +270,7 @@ struct EncryptionTests {
         let files = regularFiles(under: dir.path)
         let loosePath = files.keys.first { $0.hasPrefix("objects/") }!
         var loose = files[loosePath]!
-        loose[24] ^= 0x01                                  // the XXH64 field
+        loose[24] ^= 0x01                                  // the checksum field
         try Data(loose).write(to: URL(fileURLWithPath: dir.appending(loosePath)))
         var pack = files["packs/000001.pack"]!
         pack[PackFormat.segmentHeaderSize + 36] ^= 0x01    // the record checksum field

@@ -1,8 +1,8 @@
 /// The loose blob file: a 32-byte header, then the payload (docs/FORMAT.md).
 enum LooseBlobFormat {
     static let magic: UInt32 = 0x4C42_4342 // "BCBL" read as a little-endian word
-    /// The version written; version 1 (CRC-32 instead of XXH64) is still read.
-    static let version: UInt8 = 2
+    /// The version written (XXH3); versions 1 (CRC-32) and 2 (XXH64) are still read.
+    static let version: UInt8 = 3
     static let headerSize = 32
     /// Header bytes the checksum covers (all but the checksum field itself).
     static let checkedHeaderSize = 24
@@ -21,10 +21,18 @@ enum LooseBlobFormat {
         header.append(UInt64(payloadLength))
         buffer.replaceSubrange(offset..<offset + checkedHeaderSize, with: header.bytes)
         let digest = buffer.withUnsafeBytes { all in
-            XXHash64.hash(UnsafeRawBufferPointer(rebasing: all[(offset + headerSize)...]),
-                          after: UnsafeRawBufferPointer(rebasing: all[offset..<offset + checkedHeaderSize]))
+            checksum(of: UnsafeRawBufferPointer(rebasing: all[(offset + headerSize)...]),
+                     after: UnsafeRawBufferPointer(rebasing: all[offset..<offset + checkedHeaderSize]))
         }
         withUnsafeBytes(of: digest.littleEndian) { buffer.replaceSubrange(offset + checkedHeaderSize..<offset + headerSize, with: $0) }
+    }
+
+    /// The checksum a header written now carries for `payload` after its first 24 bytes `head`:
+    /// XXH3-64 of the two, as if they were one buffer.
+    ///
+    ///     let digest = LooseBlobFormat.checksum(of: payload, after: header[0..<24])
+    static func checksum(of payload: UnsafeRawBufferPointer, after head: UnsafeRawBufferPointer) -> UInt64 {
+        XXH3.hash(payload, after: head)
     }
 
     /// Bit 0 of byte 6: the payload is sealed (encryption); the other bits are 0.
@@ -36,6 +44,26 @@ enum LooseBlobFormat {
         case crc32(UInt32)
         /// Version 2: `XXHash64.hash(payload, after: header bytes 0..<24)`.
         case xxh64(UInt64)
+        /// Version 3: `XXH3.hash(payload, after: header bytes 0..<24)`.
+        case xxh3(UInt64)
+
+        /// The digest a payload must match, and what a mismatch is called; `nil` for CRC-32.
+        var digest: (value: UInt64, mismatch: String)? {
+            switch self {
+            case .crc32: nil
+            case .xxh64(let value): (value, "XXH64 mismatch")
+            case .xxh3(let value): (value, "XXH3 mismatch")
+            }
+        }
+
+        /// This kind's digest of `payload` after `head` (not for CRC-32, which covers 28 bytes).
+        func compute(_ payload: UnsafeRawBufferPointer, after head: UnsafeRawBufferPointer) -> UInt64 {
+            switch self {
+            case .crc32: preconditionFailure("CRC-32 covers header bytes 0..<28")
+            case .xxh64: XXHash64.hash(payload, after: head)
+            case .xxh3: XXH3.hash(payload, after: head)
+            }
+        }
     }
 
     /// What a header says, before the payload is checked.
@@ -54,7 +82,7 @@ enum LooseBlobFormat {
         guard bytes.count >= headerSize else { return .failure(.truncated("file of \(bytes.count) bytes has no complete header")) }
         guard reader.readUInt32() == magic else { return .failure(.header("bad magic")) }
         let version = reader.readUInt8()!
-        guard version == 1 || version == 2 else { return .failure(.header("unknown format version \(version)")) }
+        guard (1...3).contains(version) else { return .failure(.header("unknown format version \(version)")) }
         guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
         let flags = reader.readUInt8()!
         _ = reader.readUInt8()
@@ -65,7 +93,8 @@ enum LooseBlobFormat {
             _ = reader.readUInt32()
             checksum = .crc32(reader.readUInt32()!)
         } else {
-            checksum = .xxh64(reader.readUInt64()!)
+            let digest = reader.readUInt64()!
+            checksum = version == 2 ? .xxh64(digest) : .xxh3(digest)
         }
         guard raw <= UInt64(BlobInfo.maxLength), stored <= UInt64(BlobInfo.maxLength) else {
             return .failure(.header("impossible length"))
@@ -112,27 +141,26 @@ enum LooseBlobFormat {
                                  rawLength: header.rawLength, first: first)
         }
         if check.tagSuffices(sealed: header.sealed, cipher: cipher) { return decoded() }
-        switch header.checksum {
-        case .crc32(let expected):
-            guard CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload) == expected else {
+        guard let (expected, mismatch) = header.checksum.digest else {
+            guard case .crc32(let expected) = header.checksum,
+                  CRC32.update(CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])), payload) == expected else {
                 return .failure(.checksum("CRC mismatch"))
             }
             return decoded()
-        case .xxh64(let expected):
-            // With an index record vouching for the value's length, the payload is hashed while
-            // it is decoded (a large one on every core); the bytes are returned only if the hash
-            // matches (decoding damaged input is memory-safe, and its result is then dropped).
-            // Without one (fsck, adoption), the header's lengths are trusted only once the hash
-            // matches, so a flipped bit cannot make the decoder allocate what it claims.
-            let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
-            if info == nil {
-                guard XXHash64.hash(payload, after: head) == expected else { return .failure(.checksum("XXH64 mismatch")) }
-                return decoded()
-            }
-            var digest: UInt64 = 0
-            let result = decoded(first: { digest = XXHash64.hash(payload, after: head) })
-            guard digest == expected else { return .failure(.checksum("XXH64 mismatch")) }
-            return result
         }
+        // With an index record vouching for the value's length, the payload is hashed while it
+        // is decoded (a large one on every core); the bytes are returned only if the hash
+        // matches (decoding damaged input is memory-safe, and its result is then dropped).
+        // Without one (fsck, adoption), the header's lengths are trusted only once the hash
+        // matches, so a flipped bit cannot make the decoder allocate what it claims.
+        let head = UnsafeRawBufferPointer(rebasing: bytes[0..<checkedHeaderSize])
+        if info == nil {
+            guard header.checksum.compute(payload, after: head) == expected else { return .failure(.checksum(mismatch)) }
+            return decoded()
+        }
+        var digest: UInt64 = 0
+        let result = decoded(first: { digest = header.checksum.compute(payload, after: head) })
+        guard digest == expected else { return .failure(.checksum(mismatch)) }
+        return result
     }
 }

@@ -7,21 +7,21 @@ import SystemPackage
 /// from the page cache: no second copy out of a file buffer, the checksum hidden behind the
 /// reads (issue 15: W3 get paid a copy, then a hash, after reading the whole file).
 ///
-///     let read = try RawPayloadReader.read(fd, count: n, at: 32, seed: seed, io: io, path: path)
+///     let read = try RawPayloadReader.read(fd, count: n, at: 32, checksum: running, io: io, path: path)
 enum RawPayloadReader {
     /// The most pieces a payload is cut into (a 64-bit mask says which have arrived).
     static let maxPieces = 64
     /// The smallest piece: large enough that handing it over costs little against reading it.
     static let minimumPiece = 128 << 10
 
-    /// `count` bytes of `fd` at `offset` and their XXH64 under `seed`; `nil` when the file
+    /// `count` bytes of `fd` at `offset` and `checksum` finished over them; `nil` when the file
     /// ends before them. Throws `BlobCacheError.io` when a read fails.
-    static func read(_ fd: FileDescriptor, count: Int, at offset: Int64, seed: UInt64,
+    static func read(_ fd: FileDescriptor, count: Int, at offset: Int64, checksum: RunningChecksum,
                      io: FileIO, path: CachePath) throws -> (value: [UInt8], digest: UInt64)? {
-        guard count > 0 else { return ([], XXHash64.hash(UnsafeRawBufferPointer(start: nil, count: 0), seed: seed)) }
+        guard count > 0 else { return ([], checksum.finish(tail: UnsafeRawBufferPointer(start: nil, count: 0))) }
         var outcome: Outcome = .complete(0)
         let value = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
-            let work = Work(buffer: UnsafeMutableRawBufferPointer(storage), seed: seed) { piece, start in
+            let work = Work(buffer: UnsafeMutableRawBufferPointer(storage), checksum: checksum) { piece, start in
                 try io.readFully(fd, into: piece, at: offset + Int64(start), path: path)
             }
             Parallel.run(Array(repeating: work.run, count: min(Parallel.cores, work.pieces)))
@@ -58,19 +58,19 @@ enum RawPayloadReader {
         private let hashedPieces = Atomic<Int>(0)
         private let hashing = Atomic<Bool>(false)
         private let stopped = Atomic<Bool>(false)
-        private var stream: XXHash64.Stream
+        private var stream: RunningChecksum
         private let problem = Locked<Outcome?>(nil)
 
         /// `read(piece, start)` fills `piece`, the payload's bytes from `start` on, and returns
         /// how many it read (fewer only at the end of the file).
-        init(buffer: UnsafeMutableRawBufferPointer, seed: UInt64,
+        init(buffer: UnsafeMutableRawBufferPointer, checksum: RunningChecksum,
              read: @escaping (UnsafeMutableRawBufferPointer, Int) throws -> Int) {
             self.buffer = buffer
             let even = (buffer.count + RawPayloadReader.maxPieces - 1) / RawPayloadReader.maxPieces
             pieceSize = max(RawPayloadReader.minimumPiece, (even + 31) & ~31)
             pieces = (buffer.count + pieceSize - 1) / pieceSize
             readPiece = read
-            stream = XXHash64.Stream(seed: seed)
+            stream = checksum
         }
 
         /// The digest, or what went wrong (read once every core is done and `hashArrived` ran).
