@@ -185,6 +185,27 @@ struct BlobStoreTests {
         #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
     }
 
+    @Test("a damaged large raw blob of an earlier format is damage through the cache: an error, then a miss; fsck names it",
+          arguments: [1, 2])
+    func damagedEarlierFormats(version: Int) throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0 })
+        let value = Samples.random(700_000, seed: 9)   // raw: read in pieces, hashed as they arrive (format 2)
+        let id = try cache.set(value, forKey: "raw")
+        try cache.set(Samples.random(1000, seed: 4), forKey: "other")
+        try cache.close()
+        let current = readFile(looseFile(dir.path, id))
+        var old = version == 1 ? rewrittenAsVersionOne(current) : rewrittenAsVersionTwo(current)
+        old[old.count - 1000] ^= 0x10
+        writeFile(looseFile(dir.path, id), old)
+        #expect(try BlobCache.check(directory: dir.path).errors.contains { $0.problem == "blob-corrupt" })
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        #expect(throws: BlobCacheError.self) { _ = try reopened.bytes(forKey: "raw") }
+        #expect(same(try reopened.bytes(forKey: "raw"), nil))
+        #expect(same(try reopened.bytes(forKey: "other"), Samples.random(1000, seed: 4)))
+        try reopened.close()
+    }
+
     @Test("pack records checked with CRC-32 (earlier releases) are still read, moved by compaction and passed by fsck")
     func crcPackRecords() throws {
         let dir = TemporaryDirectory()

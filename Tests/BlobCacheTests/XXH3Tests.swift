@@ -27,6 +27,7 @@ struct XXH3Tests {
                     let head = UnsafeRawBufferPointer(rebasing: all[..<split])
                     let body = UnsafeRawBufferPointer(rebasing: all[split..<count])
                     #expect(XXH3.hash(body, after: head) == digest, "\(count) bytes cut at \(split) (AVX2: \(XXH3.usesAVX2))")
+                    #expect(XXH3.hashWithDefaultKernel(body, after: head) == digest, "\(count) bytes, default kernel")
                 }
             }
         }
@@ -48,7 +49,7 @@ struct XXH3Tests {
                     #expect(stream.digest() == digest, "reading the digest leaves the stream as it was")
                 }
                 let head = UnsafeRawBufferPointer(rebasing: all[..<24])
-                var running = RunningChecksum(for: .xxh3(0), head: head)!
+                let running = RunningChecksum(for: .xxh3(0), head: head)!
                 let stripes = 24 + (count - 24) & ~31
                 running.absorb(UnsafeRawBufferPointer(rebasing: all[24..<stripes]))
                 let tail = UnsafeRawBufferPointer(rebasing: all[stripes..<count])

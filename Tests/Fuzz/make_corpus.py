@@ -73,8 +73,10 @@ lz4_payload = subprocess.run(["lz4", "-c", "-q", "--content-size"], input=value,
 save("packRecord", "sealed-codec1", b"\x02" + struct.pack("<Q", len(value)) + b"\x01" + lz4_payload)
 
 # looseBlob: the file with and without an index record, and sealed payloads.
-save("looseBlob", "file", b"\x00" + read(loose))
-save("looseBlob", "file-with-record", b"\x01" + read(loose))
+# (`file` and `file-with-record` were saved in format 2 and are kept: a release writes the
+# current format, saved as file-format3*, and reads both.)
+save("looseBlob", "file-format3", b"\x00" + read(loose))
+save("looseBlob", "file-format3-with-record", b"\x01" + read(loose))
 for codec, payload in ((0, value), (1, lz4_payload), (2, zlib.compress(value, 9))):
     save("looseBlob", "sealed-codec%d" % codec, b"\x02" + struct.pack("<Q", len(value)) + bytes([codec]) + payload)
 

@@ -2,8 +2,9 @@ import CZlib
 
 /// zlib's CRC-32 (the ISO-HDLC polynomial). It checks the journal's header and every journal
 /// record, a pack segment's header and the index snapshot's header page. Blob payloads are
-/// checked with XXH64 (`XXHash64`); CRC-32 is only read there, in the loose blobs of format
-/// version 1 and the pack records of checksum kind 0 that earlier releases wrote.
+/// checked with XXH3 (loose files, `XXH3`) and XXH64 (pack records, `XXHash64`); CRC-32 is only
+/// read there, in the loose blobs of format version 1 and the pack records of checksum kind 0
+/// that earlier releases wrote.
 enum CRC32 {
     /// Continues `crc` over `bytes`; start with 0.
     static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {

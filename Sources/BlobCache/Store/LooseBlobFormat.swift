@@ -56,10 +56,11 @@ enum LooseBlobFormat {
             }
         }
 
-        /// This kind's digest of `payload` after `head` (not for CRC-32, which covers 28 bytes).
-        func compute(_ payload: UnsafeRawBufferPointer, after head: UnsafeRawBufferPointer) -> UInt64 {
+        /// This kind's digest of `payload` after `head`; `nil` for CRC-32, which covers header
+        /// bytes 0..<28 and is checked on its own.
+        func compute(_ payload: UnsafeRawBufferPointer, after head: UnsafeRawBufferPointer) -> UInt64? {
             switch self {
-            case .crc32: preconditionFailure("CRC-32 covers header bytes 0..<28")
+            case .crc32: nil
             case .xxh64: XXHash64.hash(payload, after: head)
             case .xxh3: XXH3.hash(payload, after: head)
             }
@@ -158,7 +159,7 @@ enum LooseBlobFormat {
             guard header.checksum.compute(payload, after: head) == expected else { return .failure(.checksum(mismatch)) }
             return decoded()
         }
-        var digest: UInt64 = 0
+        var digest: UInt64?
         let result = decoded(first: { digest = header.checksum.compute(payload, after: head) })
         guard digest == expected else { return .failure(.checksum(mismatch)) }
         return result

@@ -58,7 +58,7 @@ enum RawPayloadReader {
         private let hashedPieces = Atomic<Int>(0)
         private let hashing = Atomic<Bool>(false)
         private let stopped = Atomic<Bool>(false)
-        private var stream: RunningChecksum
+        private let stream: RunningChecksum
         private let problem = Locked<Outcome?>(nil)
 
         /// `read(piece, start)` fills `piece`, the payload's bytes from `start` on, and returns

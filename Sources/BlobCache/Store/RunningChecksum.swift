@@ -2,11 +2,12 @@
 /// (format 2) or XXH3 (format 3), each covering the header's first 24 bytes and the payload
 /// (docs/FORMAT.md). Every piece but the last is a whole number of 32-byte stripes, as
 /// `XXHash64.Stream` needs; the last (fewer than 32 bytes, maybe none) goes to `finish`.
+/// A class, so that whoever holds it shares one running state, whichever kind it is.
 ///
-///     var running = RunningChecksum(for: header.checksum, head: headerBytes)!
+///     let running = RunningChecksum(for: header.checksum, head: headerBytes)!
 ///     running.absorb(firstPieces)
 ///     let digest = running.finish(tail: lastBytes)
-struct RunningChecksum {
+final class RunningChecksum {
     private enum State {
         case xxh64(XXHash64.Stream)
         case xxh3(XXH3.Stream)
@@ -28,7 +29,7 @@ struct RunningChecksum {
     }
 
     /// Takes whole stripes: `bytes.count` must be a multiple of 32.
-    mutating func absorb(_ bytes: UnsafeRawBufferPointer) {
+    func absorb(_ bytes: UnsafeRawBufferPointer) {
         switch state {
         case .xxh64(var stream):
             stream.absorb(bytes)
@@ -38,13 +39,11 @@ struct RunningChecksum {
         }
     }
 
-    /// The digest, after the last `tail.count` (< 32) bytes.
+    /// The digest, after the last `tail.count` (< 32) bytes; the running state is left as it was.
     func finish(tail: UnsafeRawBufferPointer) -> UInt64 {
         switch state {
-        case .xxh64(let stream):
-            return stream.finish(tail: tail)
-        case .xxh3(let stream):
-            return stream.digest(after: tail)
+        case .xxh64(let stream): stream.finish(tail: tail)
+        case .xxh3(let stream): stream.digest(after: tail)
         }
     }
 }
