@@ -69,6 +69,21 @@ struct CLITests {
         #expect(try cli.run(["put", "bad", "--codec", "zstd"], stdin: Data([1])).status == 64)
     }
 
+    @Test("--compression picks a preset: fast-reads stores a large value raw, a small one with LZ4; a bad name exits 64")
+    func compressionPresets() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.path)
+        #expect(try cli.run(["--compression", "fast-reads", "put", "large"], stdin: Data(Samples.compressible(300_000))).status == 0)
+        #expect(try cli.run(["--compression", "fast-reads", "put", "small"], stdin: Data(Samples.compressible(3_000))).status == 0)
+        #expect(try cli.run(["put", "default"], stdin: Data(Samples.compressible(300_000, seed: 2))).status == 0)
+        let entries = try BlobCache(directory: dir.path).entries()
+        #expect(entries.first { $0.key == "large" }?.codec == "none")
+        #expect(entries.first { $0.key == "small" }?.codec == "lz4")
+        #expect(entries.first { $0.key == "default" }?.codec == "lz4")
+        let bad = try cli.run(["--compression", "zstd", "put", "x"], stdin: Data([1]))
+        #expect(bad.status == 64 && bad.stderr.contains("unknown compression preset 'zstd'"))
+    }
+
     @Test("rm exits 0 when every key existed and 1 when some did not")
     func remove() throws {
         let dir = TemporaryDirectory()

@@ -22,6 +22,11 @@ struct GlobalOptions: ParsableArguments {
     var packThreshold: Int?
 
     @Option(help: ArgumentHelp(
+        "How new values are compressed: balanced (LZ4, the default), fast-reads (LZ4 below 256 KiB, raw from 256 KiB), smallest (zlib level 6) or off.",
+        valueName: "PRESET"), transform: GlobalOptions.compressionPreset)
+    var compression: CompressionPolicy?
+
+    @Option(help: ArgumentHelp(
         "Work on the keys of namespace NAME (put, get, rm, ls, clear, stat, export, import); without it, the cache's own keys.",
         valueName: "NAME"))
     var namespace: String?
@@ -44,7 +49,7 @@ struct GlobalOptions: ParsableArguments {
 #endif
 
     /// The options that take a value, as `hoisted` moves them.
-    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--wait", "--namespace", "--remote",
+    static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--compression", "--wait", "--namespace", "--remote",
                                       "--key-file"]
 
     /// Commands whose subcommand comes next (`remote check`): hoisted options go after both.
@@ -99,6 +104,16 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// Parses `--compression`: a preset's name (`fast-reads` or `fastReads`, any case).
+    static func compressionPreset(_ name: String) throws -> CompressionPolicy {
+        let presets: [String: CompressionPolicy] = ["balanced": .balanced, "fastreads": .fastReads, "fast-reads": .fastReads,
+                                                    "smallest": .smallest, "off": .off]
+        guard let preset = presets[name.lowercased()] else {
+            throw ValidationError("unknown compression preset '\(name)': use balanced, fast-reads, smallest or off")
+        }
+        return preset
+    }
+
     /// The keys this invocation works on (`--namespace`).
     func keySpace(of cache: BlobCache) -> KeySpace { KeySpace(cache, namespace: namespace) }
 
@@ -108,6 +123,7 @@ struct GlobalOptions: ParsableArguments {
         configuration.maxStoredBytes = maxSize
         configuration.maxEntries = maxEntries
         if let packThreshold { configuration.packThreshold = packThreshold }
+        if let compression { configuration.compression = compression }
         if let codec { configuration.codec = codec }
         configuration.lockTimeout = try lockTimeout
         configuration.encryption = try encryption

@@ -111,7 +111,7 @@ public final class BlobCache: Sendable {
         self.openConfiguration = configuration
         self.remote = configuration.remote.map {
             RemoteTier(store: $0, backoff: configuration.remoteBackoff, queueLimit: configuration.remoteQueueLimit,
-                       codec: configuration.codec, clock: configuration.clock, logger: configuration.logger)
+                       compression: configuration.compression, clock: configuration.clock, logger: configuration.logger)
         }
         mayReadBeforeRestore.store(deferred, ordering: .relaxed)
         telemetry.logOpen(openReport, directory: directory)

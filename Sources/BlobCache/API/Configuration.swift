@@ -6,7 +6,7 @@ extension BlobCache {
     ///
     ///     var configuration = BlobCache.Configuration()
     ///     configuration.maxStoredBytes = 500_000_000
-    ///     configuration.codec = .zlib(level: 6)
+    ///     configuration.compression = .fastReads
     ///     let cache = try BlobCache(directory: "/var/cache/app", configuration: configuration)
     public struct Configuration: Sendable {
         /// The hard cap on bytes on disk of live blobs (each blob once, headers included).
@@ -16,8 +16,20 @@ extension BlobCache {
         public var maxEntries: Int?
         /// Expiry of entries set without one.
         public var defaultExpiry: Expiry = .never
-        /// Codec for new blobs.
-        public var codec: Codec = .lz4
+        /// How new values are compressed: a codec, and the size from which values are stored
+        /// raw (`CompressionPolicy`; presets `.balanced`, the default, `.fastReads`, `.smallest`
+        /// and `.off`).
+        ///
+        ///     configuration.compression = .fastReads
+        public var compression: CompressionPolicy = .balanced
+        /// The codec for new blobs: `compression.codec` (values from `compression.storingRawFrom`
+        /// bytes on are stored raw whatever it is).
+        ///
+        ///     configuration.codec = .zlib(level: 6)
+        public var codec: Codec {
+            get { compression.codec }
+            set { compression.codec = newValue }
+        }
         /// What a returned set survives.
         public var durability: Durability = .processCrashSafe
         /// Blobs whose stored size (header included) is below this are packed into segment
@@ -109,7 +121,8 @@ extension BlobCache {
         /// The file system every call goes through (internal: tests inject faults with it).
         var fileSystem: any FileSystem = PosixFileSystem()
 
-        /// The default configuration: LZ4, no limits beyond the directory's saved ones, no expiry.
+        /// The default configuration: LZ4 (`.balanced`), no limits beyond the directory's saved
+        /// ones, no expiry.
         ///
         ///     let configuration = BlobCache.Configuration()
         public init() {}
@@ -141,6 +154,9 @@ extension BlobCache {
             }
             if case .zlib(let level) = codec, !(1...9).contains(level) {
                 throw BlobCacheError.invalidConfiguration(reason: "zlib level must be 1...9, got \(level)")
+            }
+            if let size = compression.storingRawFrom, size < 0 {
+                throw BlobCacheError.invalidConfiguration(reason: "compression.storingRawFrom must not be negative, got \(size)")
             }
         }
     }

@@ -3,7 +3,8 @@
 /// Whatever the codec, a blob is stored raw when compressing does not make it smaller, and its
 /// header says so; reads always give back the original bytes.
 ///
-///     let cache = try BlobCache(directory: path, configuration: .init(codec: .zlib(level: 6)))
+///     var configuration = BlobCache.Configuration()
+///     configuration.codec = .zlib(level: 6)
 public enum Codec: Sendable, Hashable, CustomStringConvertible {
     /// Store bytes as they are.
     case none

@@ -14,7 +14,7 @@ extension CacheEngine {
         let store = try BlobStore(files: files, io: io,
                                   segmentLimit: Int64(segmentLimit(configuration: configuration, limits: limits)),
                                   synchronous: synchronous)
-        let pipeline = BlobPipeline(files: files, io: io, codec: configuration.codec,
+        let pipeline = BlobPipeline(files: files, io: io, compression: configuration.compression,
                                     packThreshold: configuration.packThreshold, durability: configuration.durability,
                                     cipher: cipher)
         // Odd from before the first change to the end: an open that fails midway leaves it odd,

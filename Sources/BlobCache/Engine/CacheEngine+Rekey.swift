@@ -12,7 +12,7 @@ extension CacheEngine {
         try store.rescan()
         _ = removeExpired()
         try commitRecords()
-        let sealing = BlobPipeline(files: files, io: io, codec: pipeline.codec, packThreshold: pipeline.packThreshold,
+        let sealing = BlobPipeline(files: files, io: io, compression: pipeline.compression, packThreshold: pipeline.packThreshold,
                                    durability: .powerLossSafe, cipher: newCipher)
         var renamed: [BlobID: BlobInfo] = [:]
         for (id, blob) in index.storedBlobs {

@@ -114,7 +114,8 @@ extension CacheEngine {
     /// are fsynced.
     private func recompress(to codec: Codec) throws -> Int {
         var count = 0
-        let durableStaging = BlobPipeline(files: files, io: io, codec: codec, packThreshold: pipeline.packThreshold,
+        let durableStaging = BlobPipeline(files: files, io: io, compression: CompressionPolicy(codec: codec),
+                                          packThreshold: pipeline.packThreshold,
                                           durability: .powerLossSafe, cipher: pipeline.cipher)
         for (id, blob) in index.storedBlobs where blob.info.codec != codec.tag {
             guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }

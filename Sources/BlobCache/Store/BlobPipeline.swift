@@ -10,7 +10,8 @@ import SystemPackage
 struct BlobPipeline: Sendable {
     let files: CacheFiles
     let io: FileIO
-    let codec: Codec
+    /// The codec of each new value, by its size.
+    let compression: CompressionPolicy
     /// Blobs whose stored size is below this go into packs; 0 packs nothing.
     let packThreshold: Int
     let durability: Durability
@@ -25,12 +26,14 @@ struct BlobPipeline: Sendable {
 
     /// Hashes and encodes `value`; a large one is hashed on one core while the others compress.
     func prepare(_ value: UnsafeRawBufferPointer) -> PreparedBlob {
-        PreparedBlob.hashingAndEncoding(value, codec: codec, packThreshold: packThreshold, cipher: cipher)
+        PreparedBlob.hashingAndEncoding(value, codec: compression.codec(forValueOf: value.count), packThreshold: packThreshold,
+                                        cipher: cipher)
     }
 
     /// Encodes `value`, whose id is already known.
     func prepare(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec? = nil) -> PreparedBlob {
-        PreparedBlob.encoding(value, id: id, codec: codec ?? self.codec, packThreshold: packThreshold, cipher: cipher)
+        PreparedBlob.encoding(value, id: id, codec: codec ?? compression.codec(forValueOf: value.count),
+                              packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Writes a loose blob under a temporary name in its shard directory (fsynced when

@@ -20,7 +20,8 @@ extension BlobPipeline {
     func prepareWithStagingFile(_ value: UnsafeRawBufferPointer) -> (blob: PreparedBlob, file: StagingFile?) {
         guard !synchronous else { return (prepare(value), nil) }
         var file: StagingFile?
-        let blob = PreparedBlob.hashingAndEncoding(value, codec: codec, packThreshold: packThreshold, cipher: cipher,
+        let blob = PreparedBlob.hashingAndEncoding(value, codec: compression.codec(forValueOf: value.count),
+                                                   packThreshold: packThreshold, cipher: cipher,
                                                    alongside: { file = makeStagingFile() })
         return (blob, file)
     }

@@ -10,6 +10,9 @@ struct Profile: Codable, Equatable, Sendable { var name: String }
 var configuration = BlobCache.Configuration()
 configuration.memoryLimit = 8 << 20
 configuration.logger = Logger(label: "client")
+// Issue 15: compression presets (large values stored raw under .fastReads).
+configuration.compression = .fastReads
+precondition(configuration.codec == .lz4 && configuration.compression.codec(forValueOf: 1 << 20) == Codec.none)
 let directory = NSTemporaryDirectory() + "client-\(getpid())"
 let cache = try BlobCache(directory: directory, configuration: configuration)
 
