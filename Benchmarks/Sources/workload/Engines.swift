@@ -17,13 +17,13 @@ extension Engine {
 /// BlobCache as a library user would use it.
 final class BlobCacheEngine: Engine {
     let cache: BlobCache
-    init(directory: String, maxBytes: Int?, codec: Codec, packThreshold: Int?, memoryLimit: Int? = nil,
+    init(directory: String, maxBytes: Int?, compression: CompressionPolicy, packThreshold: Int?, memoryLimit: Int? = nil,
          encryption: BlobCache.Encryption? = nil) throws {
         var configuration = BlobCache.Configuration()
         configuration.encryption = encryption
         if let memoryLimit { configuration.memoryLimit = memoryLimit }
         configuration.maxStoredBytes = maxBytes
-        configuration.codec = codec
+        configuration.compression = compression
         if let packThreshold { configuration.packThreshold = packThreshold }
         cache = try BlobCache(directory: directory, configuration: configuration)
     }

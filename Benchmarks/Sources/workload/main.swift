@@ -30,6 +30,9 @@ let usage = """
     values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
     --workloads w3codecs runs W3 once per codec (none, lz4, zlib-1) as W3.none, W3.lz4 and
     W3.zlib-1, each put row with the bytes stored on disk (storedBytes in the JSON line).
+    --workloads presets runs W1 and W3 once per compression preset (balanced, fastReads,
+    smallest, off) as W1.fastReads, W3.fastReads and so on, put rows with storedBytes;
+    --compression PRESET runs every workload under one.
     --workloads readers times W2 gets (memory tier off) from one thread against two threads on
     one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
     READERS_ROUNDS=N for more, as under perf; each round READERS_PASSES=5 passes over the keys).
@@ -59,6 +62,8 @@ struct Options {
     var corpus = "/tmp/blobcorpus"
     var workloads = ["w1", "w2", "w3", "w4", "w5"]
     var codec = Codec.lz4
+    /// A compression preset (`--compression`), which replaces `codec` when given.
+    var compression: CompressionPolicy?
     var packThreshold: Int?
     var w4Runs = 5
     var files: String?
@@ -96,6 +101,12 @@ struct Options {
                 let name = try value()
                 guard let parsed = Codec(name: name) else { throw WorkloadError.usage("unknown codec \(name)") }
                 codec = parsed
+            case "--compression":
+                let name = try value()
+                guard let preset = CompressionPolicy.presets.first(where: { "\($0)".lowercased() == name.lowercased() }) else {
+                    throw WorkloadError.usage("unknown compression preset \(name): balanced, fastReads, smallest or off")
+                }
+                compression = preset
             case "--pack-threshold": packThreshold = Int(try value())
             case "--w4-runs": w4Runs = Int(try value()) ?? 5
             case "--files": files = try value()
@@ -178,7 +189,8 @@ func freshDirectory(_ base: String, _ name: String) -> String {
 
 func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil, memoryLimit: Int? = nil) throws -> Engine {
     switch options.engine {
-    case "blobcache": return try BlobCacheEngine(directory: directory, maxBytes: maxBytes, codec: options.codec,
+    case "blobcache": return try BlobCacheEngine(directory: directory, maxBytes: maxBytes,
+                                                 compression: options.compression ?? CompressionPolicy(codec: options.codec),
                                                  packThreshold: options.packThreshold, memoryLimit: memoryLimit,
                                                  encryption: options.encrypted ? .aesGCM(key: benchmarkKey) : nil)
     case "rawfs": return try RawFilesystemEngine(directory: directory)
@@ -224,7 +236,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
 
 func run(_ options: Options) throws -> [Measurement] {
     var results: [Measurement] = []
-    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "encryption", "scale"].contains($0) } && options.files == nil
+    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "encryption", "scale", "presets"].contains($0) } && options.files == nil
     let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
     for workload in options.workloads {
         switch workload {
@@ -269,6 +281,9 @@ func run(_ options: Options) throws -> [Measurement] {
                     }
                 }
             }
+        case "presets":
+            guard options.engine == "blobcache" else { continue }
+            results += try presets(options, corpus: corpus!)
         case "w4":
             guard options.engine == "blobcache" else { continue }
             results.append(try w4(options))

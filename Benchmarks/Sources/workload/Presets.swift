@@ -1,0 +1,33 @@
+import BlobCache
+
+// `--workloads presets`: W1 (the corpus's real files) and W3 (1,000 values of 1 MiB) once per
+// compression preset, each put row with the bytes stored: what each preset costs on disk
+// against what it gives in put and get speed (README, "Compression presets").
+
+extension CompressionPolicy {
+    /// The presets, in the order the workload runs them.
+    static let presets: [CompressionPolicy] = [.balanced, .fastReads, .smallest, .off]
+}
+
+func presets(_ options: Options, corpus: Corpus) throws -> [Measurement] {
+    let w3 = try Corpus.blobs(options.corpus + "/synth_1m.bin", size: 1 << 20, count: 1000)
+    let w3Keys = w3.map(md5Hex)
+    let w3Flat = w3.flatMap { $0 }
+    var results: [Measurement] = []
+    for preset in CompressionPolicy.presets {
+        var setting = options
+        setting.compression = preset
+        try corpus.concat.withUnsafeBytes { all in
+            results += try putThenGet("W1.\(preset)", setting, keys: corpus.files.map(\.path)) { index in
+                let file = corpus.files[index]
+                return UnsafeRawBufferPointer(rebasing: all[file.offset..<file.offset + file.size])
+            }
+        }
+        try w3Flat.withUnsafeBytes { all in
+            results += try putThenGet("W3.\(preset)", setting, keys: w3Keys) {
+                UnsafeRawBufferPointer(rebasing: all[($0 << 20)..<(($0 + 1) << 20)])
+            }
+        }
+    }
+    return results
+}
