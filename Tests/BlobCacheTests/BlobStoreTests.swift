@@ -125,55 +125,27 @@ struct BlobStoreTests {
         }
     }
 
-    @Test("loose blobs of format version 1 (CRC-32) are still read, checked and passed by fsck",
-          arguments: [Codec.none, .lz4, .zlib])
-    func versionOneLooseBlobs(codec: Codec) throws {
-        let dir = TemporaryDirectory()
-        let values = ["small": Samples.compressible(70_000), "large": Samples.compressible(600_000, seed: 2)]
-        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0; $0.codec = codec })
-        for (key, value) in values {
-            let id = try cache.set(value, forKey: key)
-            let current = readFile(looseFile(dir.path, id))
-            let version1 = rewrittenAsVersionOne(current)
-            #expect(version1[4] == 1 && version1.count == current.count)
-            let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
-            let readBack = try version1.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
-            #expect(readBack, "\(key) in format 1 reads back")
-            var damaged = version1
-            damaged[damaged.count - 3] ^= 1
-            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) } == .failure(.checksum("CRC mismatch")))
-            writeFile(looseFile(dir.path, id), version1)
-        }
-        try cache.close()
-        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
-        for (key, value) in values {
-            let readBack = try reopened.bytes(forKey: key) == value
-            #expect(readBack, "\(key) reads back through the cache")
-        }
-        try reopened.close()
-        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
-    }
-
-    @Test("loose blobs of format version 2 (XXH64) are still read, checked and passed by fsck, large raw ones in pieces",
-          arguments: [Codec.none, .lz4, .zlib])
-    func versionTwoLooseBlobs(codec: Codec) throws {
+    @Test("loose blobs of format versions 1 (CRC-32) and 2 (XXH64) are still read, checked and passed by fsck, large raw ones in pieces",
+          arguments: [1, 2], [Codec.none, .lz4, .zlib])
+    func earlierLooseBlobFormats(version: Int, codec: Codec) throws {
         let dir = TemporaryDirectory()
         let values = ["small": Samples.compressible(70_000), "large": Samples.compressible(600_000, seed: 2),
                       "raw": Samples.random(700_000, seed: 3)]
         let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.packThreshold = 0; $0.codec = codec })
         for (key, value) in values {
             let id = try cache.set(value, forKey: key)
-            let version3 = readFile(looseFile(dir.path, id))
-            #expect(version3[4] == LooseBlobFormat.version && LooseBlobFormat.version == 3)
-            let version2 = rewrittenAsVersionTwo(version3)
+            let current = readFile(looseFile(dir.path, id))
+            #expect(current[4] == LooseBlobFormat.version && LooseBlobFormat.version == 3)
+            let old = version == 1 ? rewrittenAsVersionOne(current) : rewrittenAsVersionTwo(current)
+            #expect(old[4] == UInt8(version) && old.count == current.count)
             let info = BlobInfo(id: id, codec: .none, rawLength: value.count, payloadLength: 0, place: .loose)
-            let readBack = try version2.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
-            #expect(readBack, "\(key) in format 2 reads back")
-            var damaged = version2
+            let readBack = try old.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.get() == value
+            #expect(readBack, "\(key) in format \(version) reads back")
+            var damaged = old
             damaged[damaged.count - 3] ^= 1
-            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) } == .failure(.checksum("XXH64 mismatch")))
-            #expect(version3.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }.map { $0 == value } == .success(true))
-            writeFile(looseFile(dir.path, id), version2)
+            #expect(damaged.withUnsafeBytes { LooseBlobFormat.decode(file: $0, expecting: info, cipher: nil) }
+                    == .failure(.checksum(version == 1 ? "CRC mismatch" : "XXH64 mismatch")))
+            writeFile(looseFile(dir.path, id), old)
         }
         try cache.close()
         let reopened = try BlobCache(directory: dir.path, configuration: .testing())

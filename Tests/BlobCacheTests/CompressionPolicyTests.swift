@@ -42,6 +42,24 @@ struct CompressionPolicyTests {
         #expect(CompressionPolicy.fastReads.description == "fastReads")
     }
 
+    @Test("compact(recompressingTo:) follows the open's raw size: a balanced cache reopened with fastReads ends with its large values raw")
+    func recompressByPolicy() throws {
+        let dir = TemporaryDirectory()
+        let values = ["small": Samples.compressible(5_000), "large": Samples.compressible(400_000, seed: 2)]
+        let balanced = try BlobCache(directory: dir.path, configuration: .testing())
+        for (key, value) in values { try balanced.set(value, forKey: key) }
+        #expect(try balanced.compact(recompressingTo: .lz4).blobsRecompressed == 0, "nothing to do under the same policy")
+        try balanced.close()
+        let fast = try BlobCache(directory: dir.path, configuration: .testing { $0.compression = .fastReads })
+        #expect(try fast.entry(forKey: "large")?.codec == "lz4", "stored as it was until recompressed")
+        #expect(try fast.compact(recompressingTo: .lz4).blobsRecompressed == 1)
+        #expect(try fast.entry(forKey: "large")?.codec == "none")
+        #expect(try fast.entry(forKey: "small")?.codec == "lz4")
+        for (key, value) in values { #expect(same(try fast.bytes(forKey: key), value)) }
+        try fast.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
     @Test("codec is compression's codec: setting one sets the other, and the raw size stays")
     func codecIsCompressionsCodec() {
         var configuration = BlobCache.Configuration()

@@ -32,7 +32,7 @@ let usage = """
     W3.zlib-1, each put row with the bytes stored on disk (storedBytes in the JSON line).
     --workloads presets runs W1 and W3 once per compression preset (balanced, fastReads,
     smallest, off) as W1.fastReads, W3.fastReads and so on, put rows with storedBytes;
-    --compression PRESET runs every workload under one.
+    --compression PRESET (or fast-reads) runs W1-W5 under one instead of --codec.
     --workloads readers times W2 gets (memory tier off) from one thread against two threads on
     one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
     READERS_ROUNDS=N for more, as under perf; each round READERS_PASSES=5 passes over the keys).
@@ -103,7 +103,8 @@ struct Options {
                 codec = parsed
             case "--compression":
                 let name = try value()
-                guard let preset = CompressionPolicy.presets.first(where: { "\($0)".lowercased() == name.lowercased() }) else {
+                let spelled = name.lowercased().replacingOccurrences(of: "-", with: "")
+                guard let preset = CompressionPolicy.presets.first(where: { "\($0)".lowercased() == spelled }) else {
                     throw WorkloadError.usage("unknown compression preset \(name): balanced, fastReads, smallest or off")
                 }
                 compression = preset
@@ -273,7 +274,7 @@ func run(_ options: Options) throws -> [Measurement] {
             if workload == "w3codecs" && options.engine != "blobcache" { continue }
             for codec in codecs {
                 var setting = options
-                if let codec { setting.codec = codec }
+                if let codec { (setting.codec, setting.compression) = (codec, nil) }
                 let name = workload.uppercased().prefix(2) + (codec.map { ".\($0)" } ?? "")
                 try flat.withUnsafeBytes { all in
                     results += try putThenGet(String(name), setting, keys: keys) {
@@ -496,7 +497,7 @@ do {
     try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
     defer { if !options.keepWork { try? FileManager.default.removeItem(atPath: options.work) } }
     let results = try run(options)
-    print("engine: \(options.engine)   codec: \(options.codec)   corpus: \(options.files ?? options.corpus)")
+    print("engine: \(options.engine)   codec: \(options.compression.map { "\($0)" } ?? "\(options.codec)")   corpus: \(options.files ?? options.corpus)")
     print("workload        ops      seconds      ops/s       MB/s   hit ratio")
     for result in results {
         print(String(format: "%-12@ %7d %11.4f %10.0f %10.1f   %@", result.workload as NSString, result.ops, result.seconds,
@@ -508,7 +509,7 @@ do {
     struct Line: Encodable { let engine: String; let codec: String; let peakRSSKiB: Int; let results: [Measurement] }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
-    print(String(decoding: try encoder.encode(Line(engine: options.engine, codec: "\(options.codec)", peakRSSKiB: rss, results: results)), as: UTF8.self))
+    print(String(decoding: try encoder.encode(Line(engine: options.engine, codec: options.compression.map { "\($0)" } ?? "\(options.codec)", peakRSSKiB: rss, results: results)), as: UTF8.self))
 } catch {
     FileHandle.standardError.write(Data("workload: \(error)\n".utf8))
     exit(2)

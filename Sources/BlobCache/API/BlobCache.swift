@@ -111,7 +111,7 @@ public final class BlobCache: Sendable {
         self.openConfiguration = configuration
         self.remote = configuration.remote.map {
             RemoteTier(store: $0, backoff: configuration.remoteBackoff, queueLimit: configuration.remoteQueueLimit,
-                       compression: configuration.compression, clock: configuration.clock, logger: configuration.logger)
+                       codec: configuration.codec, clock: configuration.clock, logger: configuration.logger)
         }
         mayReadBeforeRestore.store(deferred, ordering: .relaxed)
         telemetry.logOpen(openReport, directory: directory)
@@ -252,8 +252,11 @@ public final class BlobCache: Sendable {
 
     /// Rewrites the journal to its live entries in LRU order, removes expired entries, deletes
     /// dangling blobs, stale temporary files and empty shard directories, and reclaims every dead
-    /// pack byte. With `codec`, every blob stored with another codec is re-encoded (ids do not
-    /// change). Safe to interrupt at any point.
+    /// pack byte. With `codec`, every blob stored with another codec than the one it would get
+    /// now is re-encoded (ids do not change): `codec` below the configuration's
+    /// `compression.storingRawFrom`, raw from it, so a cache opened with `.fastReads` and
+    /// compacted with `.lz4` ends with its large values raw and its small ones in LZ4. Safe to
+    /// interrupt at any point.
     ///
     ///     let report = try cache.compact(recompressingTo: .zlib(level: 9))
     @discardableResult

@@ -12,7 +12,11 @@
 public struct CompressionPolicy: Sendable, Hashable, CustomStringConvertible {
     /// The codec for values below `storingRawFrom`.
     public var codec: Codec
-    /// Values of at least this many bytes are stored raw; `nil`: none are for their size.
+    /// Values of at least this many bytes (of the value, before any encoding; `packThreshold`
+    /// counts stored bytes) are stored raw; `0` stores every value raw; `nil`: no size limit.
+    /// A raw value of 256 KiB and more in a cache without encryption is read straight into the
+    /// returned array and checked as it arrives; a smaller one, or any value of an encrypted
+    /// cache (whose seal is opened after the file is read), decodes nothing but is read whole.
     public var storingRawFrom: Int?
 
     /// A policy of `codec`, storing values of `storingRawFrom` bytes and more raw.
@@ -29,9 +33,10 @@ public struct CompressionPolicy: Sendable, Hashable, CustomStringConvertible {
     ///     configuration.compression = .balanced
     public static let balanced = CompressionPolicy(codec: .lz4)
 
-    /// LZ4 below 256 KiB, raw from 256 KiB: large values are read at the speed of the page
-    /// cache, small ones still take about half the disk. Large compressible values take their
-    /// full size on disk and are slower to write.
+    /// LZ4 below 256 KiB, raw from 256 KiB: large values are read at about the speed of the
+    /// page cache (without encryption), small ones still take about half the disk. Large
+    /// compressible values take their full size on disk and are slower to write. The remote
+    /// tier, whose reads are bound by the network, still compresses them with LZ4.
     ///
     ///     configuration.compression = .fastReads
     public static let fastReads = CompressionPolicy(codec: .lz4, storingRawFrom: 256 << 10)

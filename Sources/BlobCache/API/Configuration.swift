@@ -18,7 +18,8 @@ extension BlobCache {
         public var defaultExpiry: Expiry = .never
         /// How new values are compressed: a codec, and the size from which values are stored
         /// raw (`CompressionPolicy`; presets `.balanced`, the default, `.fastReads`, `.smallest`
-        /// and `.off`).
+        /// and `.off`). Setting it replaces `codec` too: set `codec` after it to combine a
+        /// preset's raw size with another codec. A remote tier compresses with `codec` alone.
         ///
         ///     configuration.compression = .fastReads
         public var compression: CompressionPolicy = .balanced

@@ -107,17 +107,18 @@ extension CacheEngine {
         }
     }
 
-    /// Re-encodes every blob stored with a codec other than `codec`'s (blobs kept raw because
-    /// compressing did not pay are tried again too). Ids do not change. A loose blob that
+    /// Re-encodes every blob stored with a codec other than the one `codec` gives it under this
+    /// open's `compression.storingRawFrom` (`codec` below it, none from it; blobs kept raw
+    /// because compressing did not pay are tried again too). Ids do not change. A loose blob that
     /// stays loose is replaced by rename, its new file fsynced first (the old one may have
     /// been durable); one that moves into a pack is deleted once the record and the journal
     /// are fsynced.
     private func recompress(to codec: Codec) throws -> Int {
         var count = 0
-        let durableStaging = BlobPipeline(files: files, io: io, compression: CompressionPolicy(codec: codec),
-                                          packThreshold: pipeline.packThreshold,
+        let policy = CompressionPolicy(codec: codec, storingRawFrom: pipeline.compression.storingRawFrom)
+        let durableStaging = BlobPipeline(files: files, io: io, compression: policy, packThreshold: pipeline.packThreshold,
                                           durability: .powerLossSafe, cipher: pipeline.cipher)
-        for (id, blob) in index.storedBlobs where blob.info.codec != codec.tag {
+        for (id, blob) in index.storedBlobs where blob.info.codec != policy.codec(forValueOf: blob.info.rawLength).tag {
             guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
             let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }
             guard prepared.codec != blob.info.codec else { continue }

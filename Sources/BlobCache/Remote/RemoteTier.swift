@@ -13,7 +13,7 @@ final class RemoteTier: Sendable {
     let store: any RemoteStore
     private let backoff: Duration
     private let queueLimit: Int
-    private let compression: CompressionPolicy
+    private let codec: Codec
     private let clock: any CacheClock
     private let logger: Logger
     private let state = Locked(State())
@@ -49,12 +49,11 @@ final class RemoteTier: Sendable {
         let expiry: Int64
     }
 
-    init(store: any RemoteStore, backoff: Duration, queueLimit: Int, compression: CompressionPolicy, clock: any CacheClock,
-         logger: Logger) {
+    init(store: any RemoteStore, backoff: Duration, queueLimit: Int, codec: Codec, clock: any CacheClock, logger: Logger) {
         self.store = store
         self.backoff = backoff
         self.queueLimit = queueLimit
-        self.compression = compression
+        self.codec = codec
         self.clock = clock
         self.logger = logger
     }
@@ -108,8 +107,7 @@ final class RemoteTier: Sendable {
             if value.count > Self.existenceCheckThreshold, try store.exists(.blob(id)) {
             } else {
                 let image = value.withUnsafeBytes {
-                    PreparedBlob.encoding($0, id: id, codec: compression.codec(forValueOf: $0.count), packThreshold: 0, cipher: nil)
-                        .withImage { Array($0) }
+                    PreparedBlob.encoding($0, id: id, codec: codec, packThreshold: 0, cipher: nil).withImage { Array($0) }
                 }
                 try store.put(.blob(id), bytes: image, expiresAt: nil)
                 note(written: image.count)
