@@ -338,7 +338,13 @@ final class CrashRun {
             var options = BlobCache.CheckOptions()
             options.limits = BlobCache.Limits(maxStoredBytes: bound)
             let report = try BlobCache.check(directory: directory.path, options: options)
-            for finding in report.errors { Issue.record("\(context): fsck of the directory the kill left: \(finding)") }
+            // A kill can land inside a journal append that crosses a page: Linux ends a write at
+            // a page boundary once a fatal signal is pending, so the record in flight can be left
+            // torn (CI saw 19 bytes of one that began 19 bytes before 8192). fsck reports that
+            // tail; the open cuts it, and the checks below hold every acknowledged set to its bytes.
+            for finding in report.errors where finding.problem != "journal-torn-tail" {
+                Issue.record("\(context): fsck of the directory the kill left: \(finding)")
+            }
             fscks += 1
         }
         var configuration = BlobCache.Configuration()
