@@ -19,13 +19,18 @@ struct CLI {
         process.executableURL = ChildProcess.productsDirectory.appendingPathComponent("blobcache")
         process.arguments = (withDir ? ["--dir", directory] : []) + arguments
         if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe(), input = Pipe()
+        let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        // Standard input from a file, not a pipe: a command that exits before reading all of it
+        // (a usage error) would otherwise end the test process with SIGPIPE, and no result.
+        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("blobcache-stdin-\(UUID().uuidString)")
+        try (stdin ?? Data()).write(to: inputFile)
+        defer { try? FileManager.default.removeItem(at: inputFile) }
+        let input = try FileHandle(forReadingFrom: inputFile)
+        defer { try? input.close() }
         process.standardInput = input
         try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
         // Read both pipes to the end before waiting, so a large output cannot block the child.
         let errorData = Box()
         let group = DispatchGroup()

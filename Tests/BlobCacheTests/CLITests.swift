@@ -69,6 +69,14 @@ struct CLITests {
         #expect(try cli.run(["put", "bad", "--codec", "zstd"], stdin: Data([1])).status == 64)
     }
 
+    @Test("a command that exits before reading a large input reports its status, one line on stderr")
+    func exitBeforeReadingInput() throws {
+        let dir = TemporaryDirectory()
+        let result = try CLI(directory: dir.path).run(["put", "k", "--codec", "zstd"], stdin: Data(count: 1 << 20))
+        #expect(result.status == 64 && result.stderr.contains("unknown codec 'zstd'"), "\(result.stderr)")
+        #expect(try BlobCache(directory: dir.path).keys().isEmpty)
+    }
+
     @Test("--compression picks a preset: fast-reads stores a large value raw, a small one with LZ4; a bad name exits 64")
     func compressionPresets() throws {
         let dir = TemporaryDirectory()
