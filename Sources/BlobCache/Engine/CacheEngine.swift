@@ -335,6 +335,7 @@ final class CacheEngine: @unchecked Sendable {
         let remembered = memory.value(for: info.id)
         // First: a segment that cannot be opened counts no hit.
         let location = remembered == nil ? try store.location(of: info) : nil
+        if case .packed(let segment, let offset, _)? = location { segment.prefetchRecord(at: offset) }
         // Overflow-safe: a damaged record can hold any access time.
         let (elapsed, overflow) = time.subtractingReportingOverflow(entry.journaledAccess)
         let journaled = overflow || elapsed >= accessInterval

@@ -373,6 +373,9 @@ struct CacheIndex {
                 keyTable.find(hash: hash) { slot in
                     let entry = entries[Int(slot)]
                     guard Int(entry.keyLength) == key.count else { return false }
+                    // A read looks at the entry's blob next: in a large index both it and the
+                    // key's bytes miss the caches, so the two loads overlap instead of queuing.
+                    if entry.blob >= 0 { blobs.prefetch(Int(entry.blob)) }
                     return key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyOffset), key.baseAddress!, key.count) == 0
                 }
             }

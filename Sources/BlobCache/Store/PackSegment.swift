@@ -1,3 +1,4 @@
+import CZlib
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
@@ -37,6 +38,16 @@ final class PackSegment: Sendable {
     deinit {
         if let mapping { io.system.unmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress!), length: mapping.count) }
         io.close(descriptor)
+    }
+
+    /// Starts loading the start of the record at `offset` into the CPU cache (a software
+    /// prefetch: it never faults, reads nothing past the mapping and changes nothing), so that
+    /// a read looked up under the cache's lock finds the record's header there once it runs.
+    ///
+    ///     segment.prefetchRecord(at: offset)
+    func prefetchRecord(at offset: UInt64) {
+        guard let mapping, offset < UInt64(mapping.count) else { return }
+        blobcache_prefetch(mapping.baseAddress! + Int(offset))
     }
 
     /// Reads and checks the record at `offset`, returning the value's bytes; `writtenEnd` is
