@@ -77,4 +77,8 @@ static inline int blobcache_inflate(z_stream *strm, void *dst, size_t dstSize,
  * prefetch. The journal replay, which also takes its CRC-32 from this module, asks for a batch
  * of records' hash-table buckets this way before it applies them (CacheIndex+Replay.swift). */
 static inline void blobcache_prefetch(const void *address) { __builtin_prefetch(address, 1, 3); }
+
+/* The same for a line that will only be read (a keyed read's blob record and pack record): no
+ * request for ownership, so a segment another process appends to is not pulled away from it. */
+static inline void blobcache_prefetch_read(const void *address) { __builtin_prefetch(address, 0, 3); }
 #endif

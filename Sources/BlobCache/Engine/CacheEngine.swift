@@ -335,7 +335,6 @@ final class CacheEngine: @unchecked Sendable {
         let remembered = memory.value(for: info.id)
         // First: a segment that cannot be opened counts no hit.
         let location = remembered == nil ? try store.location(of: info) : nil
-        if case .packed(let segment, let offset, _)? = location { segment.prefetchRecord(at: offset) }
         // Overflow-safe: a damaged record can hold any access time.
         let (elapsed, overflow) = time.subtractingReportingOverflow(entry.journaledAccess)
         let journaled = overflow || elapsed >= accessInterval
@@ -416,7 +415,7 @@ final class CacheEngine: @unchecked Sendable {
     /// one captures only the engine.
     func slot(of key: String) -> Int32? {
         var key = key
-        return key.withUTF8 { index.slot(ofKeyBytes: UnsafeRawBufferPointer($0)) }
+        return key.withUTF8 { index.slot(ofKeyBytes: UnsafeRawBufferPointer($0), prefetchingBlob: true) }
     }
 
     // MARK: Remove

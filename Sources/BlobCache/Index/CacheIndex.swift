@@ -1,3 +1,4 @@
+import CZlib
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -362,21 +363,29 @@ struct CacheIndex {
         return key.withUTF8 { slot(ofKeyBytes: UnsafeRawBufferPointer($0)) }
     }
 
-    func slot(ofKeyBytes key: UnsafeRawBufferPointer) -> Int32? {
-        slot(ofKeyBytes: key, hash: KeyHash.hash(key, seed: seed))
+    /// The slot of the entry whose key is `key`. `prefetchingBlob` is for a read, which looks
+    /// at the entry's blob next: in a large index both that blob and the key's bytes miss the
+    /// caches, so the blob is asked for before the key compares and the two loads overlap.
+    /// (Replay leaves it off: most of its lookups never look at the blob.)
+    func slot(ofKeyBytes key: UnsafeRawBufferPointer, prefetchingBlob: Bool = false) -> Int32? {
+        slot(ofKeyBytes: key, hash: KeyHash.hash(key, seed: seed), prefetchingBlob: prefetchingBlob)
     }
 
     /// `slot(ofKeyBytes:)` for a key whose `KeyHash` is already known.
-    func slot(ofKeyBytes key: UnsafeRawBufferPointer, hash: UInt64) -> Int32? {
+    func slot(ofKeyBytes key: UnsafeRawBufferPointer, hash: UInt64, prefetchingBlob: Bool = false) -> Int32? {
+        // Every array is taken as a pointer out here: touching one inside the probe's closure
+        // would retain it on every lookup (6% of a small cache's gets).
         entries.withUnsafeBufferPointer { entries in
-            keyArena.withUnsafeBytes { arena in
-                keyTable.find(hash: hash) { slot in
-                    let entry = entries[Int(slot)]
-                    guard Int(entry.keyLength) == key.count else { return false }
-                    // A read looks at the entry's blob next: in a large index both it and the
-                    // key's bytes miss the caches, so the two loads overlap instead of queuing.
-                    if entry.blob >= 0 { blobs.prefetch(Int(entry.blob)) }
-                    return key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyOffset), key.baseAddress!, key.count) == 0
+            blobs.withUnsafeBufferPointer { blobs in
+                keyArena.withUnsafeBytes { arena in
+                    keyTable.find(hash: hash) { slot in
+                        let entry = entries[Int(slot)]
+                        guard Int(entry.keyLength) == key.count else { return false }
+                        if prefetchingBlob, entry.blob >= 0, let base = blobs.baseAddress {
+                            blobcache_prefetch_read(base + Int(entry.blob))
+                        }
+                        return key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyOffset), key.baseAddress!, key.count) == 0
+                    }
                 }
             }
         }

@@ -429,6 +429,7 @@ final class BlobStore: @unchecked Sendable {
         case .loose: return .loose(files.loosePath(of: info.id))
         case .packed(let number, let offset):
             guard let segment = try segment(number) else { return nil }
+            segment.prefetchRecord(at: offset)
             return .packed(segment, offset: offset, writtenEnd: segmentSizes[number] ?? 0)
         }
     }

@@ -40,14 +40,15 @@ final class PackSegment: Sendable {
         io.close(descriptor)
     }
 
-    /// Starts loading the start of the record at `offset` into the CPU cache (a software
-    /// prefetch: it never faults, reads nothing past the mapping and changes nothing), so that
-    /// a read looked up under the cache's lock finds the record's header there once it runs.
+    /// Starts loading the start of the record at `offset` into the CPU cache, so that a read
+    /// looked up under the cache's lock finds the record's header there once it runs. A
+    /// software prefetch: it never faults (not even past the file's written end, which the
+    /// mapping may cover), never touches anything outside the mapping and changes nothing.
     ///
     ///     segment.prefetchRecord(at: offset)
     func prefetchRecord(at offset: UInt64) {
         guard let mapping, offset < UInt64(mapping.count) else { return }
-        blobcache_prefetch(mapping.baseAddress! + Int(offset))
+        blobcache_prefetch_read(mapping.baseAddress! + Int(offset))
     }
 
     /// Reads and checks the record at `offset`, returning the value's bytes; `writtenEnd` is
