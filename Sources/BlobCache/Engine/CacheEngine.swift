@@ -412,7 +412,8 @@ final class CacheEngine: @unchecked Sendable {
 
     /// `index.slot(of:)` without copying the index: its closure, in a method of the index,
     /// captures the whole struct (a retain of each of its arrays on every lookup), where this
-    /// one captures only the engine.
+    /// one captures only the engine. It starts loading the entry's blob record too: most
+    /// lookups by key are reads, which look at it next.
     func slot(of key: String) -> Int32? {
         var key = key
         return key.withUTF8 { index.slot(ofKeyBytes: UnsafeRawBufferPointer($0), prefetchingBlob: true) }
