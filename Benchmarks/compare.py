@@ -11,6 +11,8 @@ each warm-up (settle), so that no phase pays for the dirty pages of the one befo
     python3 Benchmarks/compare.py                 # 3 runs of W1-W5, W3 per codec, 2-thread gets
     python3 Benchmarks/compare.py --runs 5 --workloads w2,w3
     python3 Benchmarks/compare.py --json out.json # also write every sample
+    python3 Benchmarks/compare.py --compression fastReads --workloads w1,w3
+                                                  # BlobCache under another compression preset
     python3 Benchmarks/compare.py --from-json out.json --chart docs/performance.svg
                                                   # table and chart again from saved samples
 
@@ -274,9 +276,10 @@ def diskcache_w4_open(directory, key):
     print(seconds)
 
 
-def run_swift(runner, engine, corpus, workloads, work, w4_runs):
+def run_swift(runner, engine, corpus, workloads, work, w4_runs, compression=None):
+    preset = ["--compression", compression] if compression and engine == "blobcache" else []
     out = subprocess.run([runner, "--engine", engine, "--corpus", corpus, "--workloads", ",".join(workloads),
-                          "--w4-runs", str(w4_runs), "--work", os.path.join(work, engine)],
+                          "--w4-runs", str(w4_runs), "--work", os.path.join(work, engine)] + preset,
                          check=True, capture_output=True, text=True).stdout
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     return json.loads(line)["results"]
@@ -503,6 +506,8 @@ def main():
     parser.add_argument("--json", help="write every sample to this file")
     parser.add_argument("--from-json", help="print the table (and --chart) from samples a --json run saved; runs nothing")
     parser.add_argument("--chart", help="also draw the comparison as an SVG bar chart to this file")
+    parser.add_argument("--compression", help="BlobCache's compression preset (balanced, fastReads, smallest, off); "
+                                              "default: the library's default, balanced")
     args = parser.parse_args()
     if args.from_json:
         with open(args.from_json) as f:
@@ -528,9 +533,11 @@ def main():
                 if engine == "diskcache":
                     results = run_diskcache(args.corpus, workloads, work, args.w4_runs)
                 else:
-                    results = run_swift(runner, engine, args.corpus, workloads, work, args.w4_runs)
+                    results = run_swift(runner, engine, args.corpus, workloads, work, args.w4_runs, args.compression)
                 samples[engine].append(results)
     table = summarize(samples)
+    if args.compression:
+        print(f"\nBlobCache's compression: {args.compression} (w3codecs rows: each codec, whatever the preset)")
     print_table(table, args.runs)
     if args.chart:
         write_chart(table, args.runs, args.chart)
