@@ -381,7 +381,7 @@ struct CacheIndex {
                     keyTable.find(hash: hash) { slot in
                         let entry = entries[Int(slot)]
                         guard Int(entry.keyLength) == key.count else { return false }
-                        if prefetchingBlob, entry.blob >= 0, let base = blobs.baseAddress {
+                        if prefetchingBlob, entry.blob >= 0, Int(entry.blob) < blobs.count, let base = blobs.baseAddress {
                             blobcache_prefetch_read(base + Int(entry.blob))
                         }
                         return key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyOffset), key.baseAddress!, key.count) == 0
