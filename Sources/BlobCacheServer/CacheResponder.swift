@@ -29,7 +29,7 @@ struct CacheResponder: Sendable {
             return await status(headOnly: request.method == .head)
         case .key(let key, let sha256):
             switch request.method {
-            case .get: return await get(key, headOnly: false)
+            case .get: return await get(key, headOnly: false, sha256: sha256)
             case .head: return await get(key, headOnly: true)
             case .put: return await put(key, request: request, sha256: sha256)
             case .delete: return await delete(key)
@@ -40,8 +40,9 @@ struct CacheResponder: Sendable {
         }
     }
 
-    /// 200 with the bytes, or only the length for HEAD; 404 when absent.
-    private func get(_ key: String, headOnly: Bool) async -> Reply {
+    /// 200 with the bytes, or only the length for HEAD; 404 when absent. A `/cas/` value is
+    /// sent only when its SHA-256 is the one its path names (whatever put it there).
+    private func get(_ key: String, headOnly: Bool, sha256: String? = nil) async -> Reply {
         let cache = self.cache
         do {
             if headOnly {
@@ -52,6 +53,10 @@ struct CacheResponder: Sendable {
             var found = cache.memoryValue(forRawKey: key)
             if found == nil { found = try await DiskQueue.run({ try cache.bytes(forKey: key) }) }
             guard let bytes = found else { return .text(.notFound, "no entry") }
+            if let sha256, Self.sha256Hex(of: bytes) != sha256 {
+                logger.warning("GET \(key): the stored value's SHA-256 is not the one its /cas/ path names; answered as a miss")
+                return .text(.notFound, "no entry")
+            }
             return Reply(status: .ok, contentType: "application/octet-stream", body: ByteBuffer(bytes: bytes))
         } catch BlobCacheError.corruptBlob(let id, _, let reason) {
             // The library dropped the damaged entries; to a client this is a miss it can refill.
@@ -76,10 +81,7 @@ struct CacheResponder: Sendable {
             return .text(.badRequest, "the request body could not be read")
         }
         if let sha256 {
-            let actual = SHA256.hash(data: bytes).map { byte in
-                let hex = String(byte, radix: 16)
-                return byte < 16 ? "0" + hex : hex
-            }.joined()
+            let actual = Self.sha256Hex(of: bytes)
             guard actual == sha256 else {
                 var reply = Reply.text(.badRequest, "body's SHA-256 is \(actual), not the \(sha256) its /cas/ path names")
                 reply.loggedBytes = bytes.count
@@ -101,6 +103,14 @@ struct CacheResponder: Sendable {
             reply.loggedBytes = bytes.count
             return reply
         }
+    }
+
+    /// Lowercase hex of `bytes`' SHA-256, as Bazel names `/cas/` entries.
+    static func sha256Hex(of bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
     }
 
     /// 204 when the key was removed, 404 when it was absent.
@@ -140,13 +150,17 @@ struct CacheResponder: Sendable {
     }
 
     /// A library error as a reply: a refused key is the client's fault (400), a value larger
-    /// than the cache could ever hold is 413, anything else is the server's (500, logged).
+    /// than the cache could ever hold is 413, a value whose MD5 names a stored value with other
+    /// bytes is 409 (nothing was stored), anything else is the server's (500, logged).
     private func failure(_ error: any Error, key: String) -> Reply {
         switch error {
         case BlobCacheError.invalidKey(let reason):
             return .text(.badRequest, "invalid key: \(reason)")
         case BlobCacheError.valueTooLarge:
             return .text(.contentTooLarge, "\(error)")
+        case BlobCacheError.contentCollision:
+            logger.warning("PUT \(key): \(error)")
+            return .text(.conflict, "\(error)")
         default:
             logger.warning("\(key): \(error)")
             return .text(.internalServerError, "\(error)")

@@ -15,10 +15,16 @@ enum RequestTarget: Equatable {
     /// percent-decoded, is the key. A path whose last-but-one segment is `cas` is a Bazel
     /// content-addressed entry and must end in 64 lowercase hex digits.
     init(path: String) {
+        // The request line's bytes reach us decoded as UTF-8 with U+FFFD for bytes that are
+        // not: such a path would name another key than the client's, so it names none.
+        guard !path.unicodeScalars.contains("\u{FFFD}") else {
+            self = .invalid("the path is not valid UTF-8 (percent-encode a U+FFFD meant as one)")
+            return
+        }
         var raw = Substring(path)
         if raw.hasPrefix("/") { raw = raw.dropFirst() }
         guard let key = String(raw).removingPercentEncoding else {
-            self = .invalid("the path has malformed percent-encoding")
+            self = .invalid("the path has malformed percent-encoding, or does not decode to valid UTF-8")
             return
         }
         if key == "status" {

@@ -11,6 +11,10 @@ struct Get: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
+        guard KeyArgument.isExact(key) else {
+            Failure.say(KeyArgument.missMessage(key))
+            throw ExitCode(Failure.notFound)
+        }
         let cache = try global.open()
         let value = try Failure.running { try global.keySpace(of: cache).bytes(forKey: key) }
         try Failure.running { try cache.close() }

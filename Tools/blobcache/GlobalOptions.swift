@@ -46,11 +46,16 @@ struct GlobalOptions: ParsableArguments {
         "A remote tier shared with other machines: http://HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), or redis://HOST:PORT/PREFIX. Misses fall through to it; puts and removes reach it.",
         valueName: "URL"))
     var remote: String?
+
+    @Option(help: ArgumentHelp(
+        "With --remote: authenticate the key records shared through it with this key (32 raw bytes, or 64 hex digits), the same on every machine; records without a valid tag are refused. Refused (exit 9) when its group or others may read it.",
+        valueName: "PATH"))
+    var remoteKeyFile: String?
 #endif
 
     /// The options that take a value, as `hoisted` moves them.
     static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--compression", "--wait", "--namespace", "--remote",
-                                      "--key-file"]
+                                      "--key-file", "--remote-key-file"]
 
     /// Commands whose subcommand comes next (`remote check`): hoisted options go after both.
     static let groups: Set<String> = ["remote"]
@@ -114,6 +119,11 @@ struct GlobalOptions: ParsableArguments {
         return preset
     }
 
+    /// A namespace name that is not valid UTF-8 is refused (exit 64), as keys are.
+    func validate() throws {
+        if let namespace { try KeyArgument.refuseUnlessExact(namespace, named: "--namespace NAME") }
+    }
+
     /// The keys this invocation works on (`--namespace`).
     func keySpace(of cache: BlobCache) -> KeySpace { KeySpace(cache, namespace: namespace) }
 
@@ -129,6 +139,10 @@ struct GlobalOptions: ParsableArguments {
         configuration.encryption = try encryption
 #if BLOBCACHE_NETWORK
         configuration.remote = try remoteStore()
+        if let remoteKeyFile {
+            guard remote != nil else { throw ValidationError("--remote-key-file needs --remote") }
+            configuration.remoteAuthenticationKey = try KeyFile.remoteAuthenticationKey(at: remoteKeyFile)
+        }
 #endif
         if let maxEntries, maxEntries <= 0 { throw ValidationError("--max-entries must be positive") }
         return try Failure.opening { try BlobCache(directory: resolvedDirectory, configuration: configuration) }

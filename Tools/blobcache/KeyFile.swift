@@ -23,6 +23,27 @@ enum KeyFile {
         return .aesGCM(key: SymmetricKey(data: key))
     }
 
+    /// The remote authentication key in a file of the same forms (`--remote-key-file`). As ssh
+    /// does with private keys, a regular file that its group or others may read or write is
+    /// refused (exit 9, saying which mode to set): a key others can read authenticates nothing.
+    static func remoteAuthenticationKey(at path: String) throws -> SymmetricKey {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            Failure.say("remote key file \(path) cannot be read")
+            throw ExitCode(Failure.keyProblem)
+        }
+        defer { try? handle.close() }
+        var status = stat()
+        if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_mode & 0o077 != 0 {
+            Failure.say("remote key file \(path) is readable or writable by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+            throw ExitCode(Failure.keyProblem)
+        }
+        guard let data = try? handle.read(upToCount: 67) ?? Data(), let key = parse(Array(data)) else {
+            Failure.say("remote key file \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline")
+            throw ExitCode(Failure.keyProblem)
+        }
+        return SymmetricKey(data: key)
+    }
+
     /// The 32 key bytes in `bytes`, or `nil` when they are not of either form.
     static func parse(_ bytes: [UInt8]) -> [UInt8]? {
         if bytes.count == 32 { return bytes }

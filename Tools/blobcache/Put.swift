@@ -15,6 +15,7 @@ struct Put: ParsableCommand {
 
     func validate() throws {
         if key.isEmpty { throw ValidationError("KEY must not be empty") }
+        try KeyArgument.refuseUnlessExact(key)
         if let codec, Codec(name: codec) == nil { throw ValidationError("unknown codec '\(codec)': use lz4, zlib or none") }
         if let ttl, !(ttl > 0 && ttl <= 1e12) {
             throw ValidationError("--ttl must be a positive number of seconds, at most 1e12 (about 31,700 years)")
@@ -34,7 +35,14 @@ struct Put: ParsableCommand {
         }
         let cache = try global.open(codec: codec.flatMap(Codec.init(name:)))
         let expiry = ttl.map { Expiry.after(.milliseconds(Int64($0 * 1000))) }
-        let id = try Failure.running { try global.keySpace(of: cache).set(value, forKey: key, expiry: expiry, pinned: pin) }
+        let id: BlobID
+        do {
+            id = try Failure.running { try global.keySpace(of: cache).set(value, forKey: key, expiry: expiry, pinned: pin) }
+        } catch {
+            // Closed all the same, so that the statistics keep what the refused set counted.
+            try? cache.close()
+            throw error
+        }
         try Failure.running { try cache.close() }
         print(id.hex)
     }

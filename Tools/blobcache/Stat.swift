@@ -36,12 +36,15 @@ struct Stat: ParsableCommand {
     /// The lifetime statistics, as `--json` prints them.
     struct Statistics: Encodable {
         let hits, misses, memoryHits, sets, dedupedSets, evictions, expirations, bytesRead, bytesWritten: Int
+        let contentCollisions, remoteRejections: Int
         let hitRatio: Double
 
         init(_ counters: BlobCache.Counters) {
             (hits, misses, memoryHits, sets) = (counters.hits, counters.misses, counters.memoryHits, counters.sets)
             (dedupedSets, evictions, expirations) = (counters.dedupedSets, counters.evictions, counters.expirations)
             (bytesRead, bytesWritten) = (counters.bytesRead, counters.bytesWritten)
+            contentCollisions = counters.contentCollisions
+            remoteRejections = counters.remoteRejections
             hitRatio = (counters.hitRatio * 10_000).rounded() / 10_000
         }
     }
@@ -80,6 +83,8 @@ struct Stat: ParsableCommand {
             hits:               \(statistics.hits) (\(statistics.memoryHits) from memory), hit ratio \(String(format: "%.4f", statistics.hitRatio))
             misses:             \(statistics.misses)
             sets:               \(statistics.sets) (\(statistics.dedupedSets) deduplicated)
+            refused collisions: \(statistics.contentCollisions)
+            remote rejections:  \(statistics.remoteRejections)
             evictions:          \(statistics.evictions)
             expirations:        \(statistics.expirations)
             bytes read:         \(statistics.bytesRead) (\(Size.format(statistics.bytesRead)))

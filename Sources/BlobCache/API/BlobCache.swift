@@ -111,7 +111,8 @@ public final class BlobCache: Sendable {
         self.openConfiguration = configuration
         self.remote = configuration.remote.map {
             RemoteTier(store: $0, backoff: configuration.remoteBackoff, queueLimit: configuration.remoteQueueLimit,
-                       codec: configuration.codec, clock: configuration.clock, logger: configuration.logger)
+                       codec: configuration.codec, clock: configuration.clock, logger: configuration.logger,
+                       authentication: configuration.remoteAuthenticationKey)
         }
         mayReadBeforeRestore.store(deferred, ordering: .relaxed)
         telemetry.logOpen(openReport, directory: directory)
@@ -281,6 +282,8 @@ public final class BlobCache: Sendable {
         try state.withLock { engine in
             guard let open = engine else { return }
             engine = nil
+            // The remote tier's refusals are kept with the cache's lifetime counts.
+            open.counters.remoteRejections = remote?.counters.rejected ?? 0
             finalStatistics.withLock { $0 = open.statistics }
             // Closing the file gives up the presence lock: the last open to close is alone.
             defer { directoryLock.close() }
@@ -399,7 +402,7 @@ public final class BlobCache: Sendable {
             // Large: hash on one core while the others compress and create its file; a duplicate
             // wastes one compression and one create.
             (prepared, stagingFile) = pipeline.prepareWithStagingFile(raw)
-            if try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: prepared.id, expiryRule: expiry, pinned: pinned) }) {
+            if try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: prepared.id, value: raw, expiryRule: expiry, pinned: pinned) }) {
                 return prepared.id
             }
         } else {
@@ -407,7 +410,7 @@ public final class BlobCache: Sendable {
             let id = knownID ?? pipeline.hasher.id(of: raw)
             // Looked up first without the flock: a new value (the common case) takes it once.
             if try lookup({ $0.index.blob(id) != nil || ifAbsent && $0.holds(key) }),
-               try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: id, expiryRule: expiry, pinned: pinned) }) {
+               try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: id, value: raw, expiryRule: expiry, pinned: pinned) }) {
                 return id
             }
             prepared = pipeline.prepare(raw, id: id)
@@ -428,7 +431,7 @@ public final class BlobCache: Sendable {
         do {
             published = try perform { engine in
                 if ifAbsent && engine.holds(key) { return false }
-                return try engine.setNew(key: key, blob: prepared, staged: staged, expiryRule: expiry, pinned: pinned)
+                return try engine.setNew(key: key, blob: prepared, value: raw, staged: staged, expiryRule: expiry, pinned: pinned)
             }
         } catch {
             pipeline.discard(staged)

@@ -45,6 +45,12 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A key was given for a cache that is not encrypted. Nothing on disk was changed; open it
     /// without a key (`compact(rekeyingTo:)` encrypts a plain cache).
     case cacheNotEncrypted(path: String)
+    /// A set's value has the MD5 of a stored blob but other bytes (an MD5 collision, such as
+    /// the public 128-byte pairs). The set was refused: nothing stored changed, and the key
+    /// keeps what it held before. Never thrown by an encrypted cache, whose ids are keyed.
+    ///
+    ///     catch BlobCacheError.contentCollision(let id) { print("refused: collides with \(id)") }
+    case contentCollision(id: BlobID)
     /// The cache was closed.
     case closed
 
@@ -77,6 +83,8 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
             "cache \(path) is encrypted under another key: the key given does not match; nothing was changed"
         case .cacheNotEncrypted(let path):
             "cache \(path) is not encrypted, but a key was given: open it without one (compact --rekey encrypts it); nothing was changed"
+        case .contentCollision(let id):
+            "value refused: its MD5 is \(id.hex), the name of a stored value with other bytes (an MD5 collision); nothing was changed"
         case .closed:
             "the cache is closed"
         }

@@ -1,3 +1,4 @@
+import Crypto
 import Logging
 import CoreMetrics
 
@@ -103,6 +104,18 @@ extension BlobCache {
         ///
         ///     configuration.remoteQueueLimit = 256 << 20
         public var remoteQueueLimit: Int = 64 << 20
+        /// The key that authenticates the key records this cache shares through `remote`
+        /// (`nil`, the default: none). With it, every record the cache writes carries an
+        /// HMAC-SHA256 tag over the key, the blob id, the expiry and the value's SHA-256, and a
+        /// record without a valid tag (a forgery, or one written without the key) is refused:
+        /// counted in `statistics().remote.rejected`, never returned, never written back.
+        /// Content-addressed reads (`bytes(for:)`) then never ask the remote, since no record
+        /// vouches for them. Every cache sharing a remote needs the same key; 32 random bytes.
+        /// Without it, anyone who can write the server can choose which value a key reads
+        /// (docs/SECURITY.md).
+        ///
+        ///     configuration.remoteAuthenticationKey = SymmetricKey(data: try Data(contentsOf: keyURL))
+        public var remoteAuthenticationKey: SymmetricKey? = nil
         /// Encryption at rest (`nil`, the default: none). With `.aesGCM(key:)`, values, keys and
         /// metadata are sealed and blob ids keyed (docs/SECURITY.md). A cache is encrypted or
         /// not from its creation: opening an encrypted one without its key, with another key,
@@ -146,6 +159,10 @@ extension BlobCache {
             }
             guard remoteBackoff >= .zero, remoteQueueLimit >= 0 else {
                 throw BlobCacheError.invalidConfiguration(reason: "remoteBackoff and remoteQueueLimit must not be negative")
+            }
+            if let key = remoteAuthenticationKey, key.bitCount < 256 {
+                throw BlobCacheError.invalidConfiguration(
+                    reason: "remoteAuthenticationKey must be at least 32 bytes, got \(key.bitCount / 8)")
             }
             if let lockTimeout, lockTimeout < .zero {
                 throw BlobCacheError.invalidConfiguration(reason: "lockTimeout must not be negative")

@@ -70,6 +70,13 @@ extension BlobCache {
         public var journalCompactions = 0
         /// Pack garbage collection runs.
         public var packCollections = 0
+        /// Sets refused because their value's MD5 named a stored blob with other bytes
+        /// (`BlobCacheError.contentCollision`).
+        public var contentCollisions = 0
+        /// Key records and blobs a remote tier returned that were refused: damaged, without a
+        /// valid authentication tag, or not the value they name (`statistics().remote.rejected`,
+        /// kept over the cache's life).
+        public var remoteRejections = 0
 
         /// Sets whose value was already stored: `deduplicatedSets`.
         public var dedupedSets: Int { deduplicatedSets }
@@ -83,7 +90,7 @@ extension BlobCache {
 
         private enum CodingKeys: String, CodingKey {
             case hits, misses, memoryHits, bytesRead, bytesWritten, sets, deduplicatedSets, evictions, expirations
-            case corruptReads, journalCompactions, packCollections
+            case corruptReads, journalCompactions, packCollections, contentCollisions, remoteRejections
         }
 
         /// Decodes counts saved by any version: a count the file does not hold (written before it
@@ -104,6 +111,8 @@ extension BlobCache {
             corruptReads = try count(.corruptReads)
             journalCompactions = try count(.journalCompactions)
             packCollections = try count(.packCollections)
+            contentCollisions = try count(.contentCollisions)
+            remoteRejections = try count(.remoteRejections)
         }
     }
 

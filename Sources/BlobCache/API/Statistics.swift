@@ -29,11 +29,16 @@ extension BlobCache {
     ///     let stats = cache.statistics()
     ///     print("hit ratio \(stats.hitRatio), \(stats.memoryHits) from memory")
     public func statistics() -> Statistics {
+        let remote = remote?.counters ?? RemoteCounters()
         var statistics = state.withLock { engine in
             guard let engine else { return finalStatistics.withLock { $0 } }
-            return engine.statistics
+            var statistics = engine.statistics
+            // Taken into the engine's counts at the close (`closeEngine`), to be saved.
+            statistics.sinceOpen.remoteRejections = remote.rejected
+            statistics.lifetime.remoteRejections.addSaturating(remote.rejected)
+            return statistics
         }
-        statistics.remote = remote?.counters ?? RemoteCounters()
+        statistics.remote = remote
         return statistics
     }
 }

@@ -168,7 +168,7 @@ extension CacheEngine {
             index.touch(slot: slot, at: time, journaled: false)
             if overflow || elapsed >= accessInterval {
                 if pendingAccesses.isEmpty { pendingSince = time }
-                pendingAccesses[key] = time
+                pendingAccesses[ExactKey(key)] = time
             }
         }
         return index

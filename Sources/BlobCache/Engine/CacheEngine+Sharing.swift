@@ -270,7 +270,8 @@ extension CacheEngine {
         guard !pendingAccesses.isEmpty else { return }
         let accesses = pendingAccesses.sorted { $0.value < $1.value }
         pendingAccesses.removeAll()
-        for (key, time) in accesses {
+        for (exact, time) in accesses {
+            let key = exact.key
             guard let slot = index.slot(of: key) else { continue }
             let access = index.entry(at: slot).access
             if access > time { continue }

@@ -68,7 +68,7 @@ final class CacheEngine: @unchecked Sendable {
     var journalCut = false
     /// Accesses that reads without the flock made due for the journal, by key: written by the
     /// next operation that holds it (`writePendingAccesses`).
-    var pendingAccesses = [String: Int64]()   // not `[:]`, whose initializer instantiates the storage type
+    var pendingAccesses = [ExactKey: Int64]()   // not `[:]`, whose initializer instantiates the storage type
     /// When the oldest pending access was made.
     var pendingSince: Int64 = 0
     /// Whether the running operation holds the flock (a read on a current index does not).
@@ -223,10 +223,14 @@ final class CacheEngine: @unchecked Sendable {
         return index.entry(at: slot).expiry > now()
     }
 
-    /// Points `key` at a blob the index already holds; `false` when it does not hold it.
-    func setExisting(key: String, id: BlobID, expiryRule: Expiry, pinned: Bool) throws -> Bool {
+    /// Points `key` at a blob the index already holds, once its bytes are confirmed to be
+    /// `value`'s (`confirmStoredCopy`: a different value with the same MD5 throws
+    /// `contentCollision`); `false` when the index does not hold it, or held it damaged (its
+    /// entries are dropped, so the caller stores `value` as a new blob).
+    func setExisting(key: String, id: BlobID, value: UnsafeRawBufferPointer, expiryRule: Expiry, pinned: Bool) throws -> Bool {
         guard let blob = index.blob(id) else { return false }
         try checkRoom(for: blob.info, key: key)
+        guard try confirmStoredCopy(of: blob.info, equals: value, key: key) == .same else { return false }
         link(key: key, blob: blob.info, expiryRule: expiryRule, pinned: pinned)
         counters.deduplicatedSets += 1
         telemetry.dedupedSet(key: key)
@@ -237,8 +241,9 @@ final class CacheEngine: @unchecked Sendable {
     /// and points `key` at it; returns whether it was published. When another set stored the
     /// same blob meanwhile, that blob is shared (and the caller discards its staged file).
     @discardableResult
-    func setNew(key: String, blob prepared: PreparedBlob, staged: StagedLooseBlob?, expiryRule: Expiry, pinned: Bool) throws -> Bool {
-        if try setExisting(key: key, id: prepared.id, expiryRule: expiryRule, pinned: pinned) { return false }
+    func setNew(key: String, blob prepared: PreparedBlob, value: UnsafeRawBufferPointer, staged: StagedLooseBlob?,
+                expiryRule: Expiry, pinned: Bool) throws -> Bool {
+        if try setExisting(key: key, id: prepared.id, value: value, expiryRule: expiryRule, pinned: pinned) { return false }
         var info = prepared.info
         try checkRoom(for: info, key: key)
         if let staged {
@@ -343,7 +348,7 @@ final class CacheEngine: @unchecked Sendable {
             // then the order is this open's alone (a clean close journals it).
             index.touch(slot: slot, at: time, journaled: false)
             if pendingAccesses.isEmpty { pendingSince = time }
-            pendingAccesses[key] = time
+            pendingAccesses[ExactKey(key)] = time
         } else {
             index.touch(slot: slot, at: time, journaled: journaled)
             if journaled { journal.append(.access(key: key, time: time)) }
@@ -402,9 +407,7 @@ final class CacheEngine: @unchecked Sendable {
             return .value(value)
         case .failure(let failure): damage = failure
         }
-        var slots: [Int32] = []
-        for slot in index.liveSlots where index.blob(ofEntry: slot).id == current.id { slots.append(slot) }
-        for slot in slots { remove(slot: slot, reason: .damaged) }
+        dropEntries(of: current.id)
         counters.corruptReads += 1
         countMiss()
         return .damaged(.corruptBlob(id: current.id, path: store.describe(current.info), reason: damage.detail))

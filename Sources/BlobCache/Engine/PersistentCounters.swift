@@ -22,6 +22,8 @@ extension BlobCache.Counters {
         sum.corruptReads.addSaturating(rhs.corruptReads)
         sum.journalCompactions.addSaturating(rhs.journalCompactions)
         sum.packCollections.addSaturating(rhs.packCollections)
+        sum.contentCollisions.addSaturating(rhs.contentCollisions)
+        sum.remoteRejections.addSaturating(rhs.remoteRejections)
         return sum
     }
 
@@ -44,7 +46,8 @@ extension BlobCache.Counters {
     static func parse(_ bytes: [UInt8]) -> Self? {
         guard let counters = try? JSONDecoder().decode(Self.self, from: Data(bytes)) else { return nil }
         let all = [counters.hits, counters.misses, counters.memoryHits, counters.bytesRead, counters.bytesWritten, counters.sets, counters.deduplicatedSets, counters.evictions,
-                   counters.expirations, counters.corruptReads, counters.journalCompactions, counters.packCollections]
+                   counters.expirations, counters.corruptReads, counters.journalCompactions, counters.packCollections,
+                   counters.contentCollisions, counters.remoteRejections]
         return all.allSatisfy { $0 >= 0 } ? counters : nil
     }
 

@@ -59,7 +59,7 @@ final class FlightTable: Sendable {
     /// instantiates no `Dictionary` type: a process's first one keyed by `String` makes the
     /// Swift runtime scan every protocol conformance in the process for `String: Hashable`.
     private struct Running {
-        var byKey = [String: Flight]()   // not `[:]`, whose initializer instantiates the storage type
+        var byKey = [ExactKey: Flight]()   // not `[:]`, whose initializer instantiates the storage type
     }
 
     private let running = Locked(Running())
@@ -67,20 +67,20 @@ final class FlightTable: Sendable {
     /// The flight loading `key`, and whether the caller must start it (it was not running).
     func flight(for key: String) -> (flight: Flight, isNew: Bool) {
         running.withLock { running in
-            if let flight = running.byKey[key] { return (flight, false) }
+            if let flight = running.byKey[ExactKey(key)] { return (flight, false) }
             let flight = Flight()
-            running.byKey[key] = flight
+            running.byKey[ExactKey(key)] = flight
             return (flight, true)
         }
     }
 
     /// The flight loading `key` now, if any.
-    func running(_ key: String) -> Flight? { running.withLock { $0.byKey[key] } }
+    func running(_ key: String) -> Flight? { running.withLock { $0.byKey[ExactKey(key)] } }
 
     /// Forgets `flight` (done): a caller after this starts a new one, which finds the stored value.
     func end(_ flight: Flight, for key: String) {
         running.withLock { running in
-            if running.byKey[key] === flight { running.byKey[key] = nil }
+            if running.byKey[ExactKey(key)] === flight { running.byKey[ExactKey(key)] = nil }
         }
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 import Logging
 #if canImport(FoundationEssentials)
@@ -16,6 +17,9 @@ final class RemoteTier: Sendable {
     private let codec: Codec
     private let clock: any CacheClock
     private let logger: Logger
+    /// The remote authentication key (`Configuration.remoteAuthenticationKey`): records are
+    /// written tagged under it, and only records whose tag verifies are used.
+    private let authentication: SymmetricKey?
     private let state = Locked(State())
     /// Delivers queued writes one at a time, in the order they were made; `flush` waits for
     /// what it holds by queueing an empty item behind it.
@@ -38,7 +42,7 @@ final class RemoteTier: Sendable {
         var queuedBytes = 0
         /// Keys with a set or remove waiting in the queue, and how many: the remote is not asked
         /// for them, since what it holds is about to change (a removed key would come back).
-        var queuedKeys: [String: Int] = [:]
+        var queuedKeys: [ExactKey: Int] = [:]
     }
 
     /// A value the remote had for a key, checked.
@@ -49,8 +53,10 @@ final class RemoteTier: Sendable {
         let expiry: Int64
     }
 
-    init(store: any RemoteStore, backoff: Duration, queueLimit: Int, codec: Codec, clock: any CacheClock, logger: Logger) {
+    init(store: any RemoteStore, backoff: Duration, queueLimit: Int, codec: Codec, clock: any CacheClock, logger: Logger,
+         authentication: SymmetricKey? = nil) {
         self.store = store
+        self.authentication = authentication
         self.backoff = backoff
         self.queueLimit = queueLimit
         self.codec = codec
@@ -66,20 +72,37 @@ final class RemoteTier: Sendable {
     /// (`rejected`) and while the remote is skipped. `maxValueBytes`: larger values are not
     /// fetched (the local caps apply to what the remote returns).
     func value(forKey key: String, maxValueBytes: Int?) -> Found? {
-        guard state.withLock({ $0.queuedKeys[key] == nil }) else { return nil }
+        guard state.withLock({ $0.queuedKeys[ExactKey(key)] == nil }) else { return nil }
         guard let recordBytes = call({ try store.get(.key(key)) }) else { return nil }
         guard let recordBytes else { return count(\.misses) }
         note(read: recordBytes.count)
-        guard let record = RemoteKeyRecord.decode(recordBytes), record.key.utf8.elementsEqual(key.utf8) else {
-            return reject("key record of '\(key)' is damaged or names another key")
+        let record: RemoteKeyRecord
+        switch RemoteKeyRecord.decode(recordBytes, authenticatingWith: authentication) {
+        case .success(let decoded): record = decoded
+        case .failure(.unauthenticated): return reject("key record of '\(key)' carries no valid authentication tag")
+        case .failure(.damaged): return reject("key record of '\(key)' is damaged")
         }
+        guard record.key.utf8.elementsEqual(key.utf8) else { return reject("key record of '\(key)' names another key") }
         guard record.expiry > Nanoseconds.from(clock.now()) else { return count(\.misses) }
-        guard let value = value(for: record.id, maxValueBytes: maxValueBytes) else { return nil }
+        guard let value = blob(record.id, maxValueBytes: maxValueBytes) else { return nil }
+        if let digest = record.sha256, !Array(SHA256.hash(data: value)).elementsEqual(digest) {
+            return reject("blob \(record.id.hex) holds another value with the same MD5 than the one key '\(key)' names")
+        }
+        state.withLock { $0.counters.hits += 1 }
         return Found(value: value, id: record.id, expiry: record.expiry)
     }
 
-    /// The blob with id `id` from the remote, checked against the id; `nil` as above.
+    /// The blob with id `id` from the remote, checked against the id; `nil` as above. With an
+    /// authentication key the remote is not asked: no record vouches for which of the values
+    /// with that MD5 is meant, and anyone who can write the server could store another one.
     func value(for id: BlobID, maxValueBytes: Int?) -> [UInt8]? {
+        guard authentication == nil, let value = blob(id, maxValueBytes: maxValueBytes) else { return nil }
+        state.withLock { $0.counters.hits += 1 }
+        return value
+    }
+
+    /// The blob with id `id` from the remote, checked against the id (not counted as a hit).
+    private func blob(_ id: BlobID, maxValueBytes: Int?) -> [UInt8]? {
         guard let image = call({ try store.get(.blob(id)) }) else { return nil }
         guard let image else { return count(\.misses) }
         note(read: image.count)
@@ -92,7 +115,6 @@ final class RemoteTier: Sendable {
         guard let decoded, BlobID(hashing: decoded) == id else {
             return reject("blob \(id.hex) is damaged, too large for the local caps, or not the value its id names")
         }
-        state.withLock { $0.counters.hits += 1 }
         return decoded
     }
 
@@ -113,7 +135,8 @@ final class RemoteTier: Sendable {
                 note(written: image.count)
             }
             guard let key else { return }
-            let record = RemoteKeyRecord(key: key, id: id, expiry: expiry).encoded
+            let digest = Array(SHA256.hash(data: value))
+            let record = RemoteKeyRecord(key: key, id: id, expiry: expiry, sha256: digest).encoded(authenticatingWith: authentication)
             try store.put(.key(key), bytes: record, expiresAt: expiry == Nanoseconds.never ? nil : Nanoseconds.date(expiry))
             note(written: record.count)
         }
@@ -136,7 +159,7 @@ final class RemoteTier: Sendable {
                 return false
             }
             state.queuedBytes += bytes
-            if let key { state.queuedKeys[key, default: 0] += 1 }
+            if let key { state.queuedKeys[ExactKey(key), default: 0] += 1 }
             return true
         }
         if !admitted { logger.debug("remote write dropped: the queue is full", metadata: ["remote": "\(store)"]) }
@@ -150,8 +173,8 @@ final class RemoteTier: Sendable {
                 state.withLock { state in
                     state.queuedBytes -= bytes
                     if let key {
-                        state.queuedKeys[key, default: 1] -= 1
-                        if state.queuedKeys[key] == 0 { state.queuedKeys[key] = nil }
+                        state.queuedKeys[ExactKey(key), default: 1] -= 1
+                        if state.queuedKeys[ExactKey(key)] == 0 { state.queuedKeys[ExactKey(key)] = nil }
                     }
                 }
             }

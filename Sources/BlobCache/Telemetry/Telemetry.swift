@@ -51,6 +51,10 @@ struct Telemetry: Sendable {
         metrics?.instruments(forKey: key).dedupedSets.increment()
     }
 
+    func refusedCollision(key: String) {
+        metrics?.instruments(forKey: key).contentCollisions.increment()
+    }
+
     func wroteBlob(key: String, bytes: Int) {
         metrics?.instruments(forKey: key).bytesWritten.increment(by: bytes)
     }
@@ -81,7 +85,7 @@ struct Telemetry: Sendable {
 final class CacheMetrics: Sendable {
     /// One namespace's counters and timers.
     struct Instruments: Sendable {
-        let hits, misses, memoryHits, dedupedSets, evictions, bytesRead, bytesWritten: Counter
+        let hits, misses, memoryHits, dedupedSets, contentCollisions, evictions, bytesRead, bytesWritten: Counter
         let getDuration, setDuration: CoreMetrics.Timer
 
         init(namespace: String, factory: any MetricsFactory) {
@@ -91,6 +95,7 @@ final class CacheMetrics: Sendable {
             misses = counter("misses")
             memoryHits = counter("memory_hits")
             dedupedSets = counter("deduped_sets")
+            contentCollisions = counter("content_collisions")
             evictions = counter("evictions")
             bytesRead = counter("bytes_read")
             bytesWritten = counter("bytes_written")
@@ -100,11 +105,11 @@ final class CacheMetrics: Sendable {
     }
 
     private let factory: any MetricsFactory
-    private let byNamespace: Locked<[String: Instruments]>
+    private let byNamespace: Locked<[ExactKey: Instruments]>
 
     init(factory: any MetricsFactory) {
         self.factory = factory
-        byNamespace = Locked(["": Instruments(namespace: "", factory: factory)])
+        byNamespace = Locked([ExactKey(""): Instruments(namespace: "", factory: factory)])
     }
 
     /// The instruments of the namespace `key` (raw) belongs to.
@@ -114,9 +119,9 @@ final class CacheMetrics: Sendable {
 
     func instruments(forNamespace name: String) -> Instruments {
         byNamespace.withLock { known in
-            if let instruments = known[name] { return instruments }
+            if let instruments = known[ExactKey(name)] { return instruments }
             let made = Instruments(namespace: name, factory: factory)
-            known[name] = made
+            known[ExactKey(name)] = made
             return made
         }
     }
