@@ -1,0 +1,65 @@
+import BlobCache
+import Crypto
+import Foundation
+import Testing
+
+/// `blobcache serve` never answers a `/cas/` GET with bytes other than the ones its name is the
+/// SHA-256 of, and never takes a path for another key.
+@Suite(.serialized)
+struct ServeIdentityTests {
+    static let curlInstalled = Run.installed("curl")
+
+    /// The public MD5 collision pair (as in the library's tests): one MD5, other bytes.
+    static let a = hex("d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70")
+    static let b = hex("d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e4888325f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70")
+
+    static func hex(_ text: String) -> [UInt8] {
+        stride(from: 0, to: text.count, by: 2).map { offset in
+            let start = text.index(text.startIndex, offsetBy: offset)
+            return UInt8(text[start..<text.index(start, offsetBy: 2)], radix: 16)!
+        }
+    }
+
+    private func sha256Hex(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    @Test("PUT /ac/x with one value of the pair, then /cas/<sha256 of the other> with the other: 409, and the /cas/ key is a miss",
+          .enabled(if: curlInstalled, "curl is not installed"))
+    func collisionThroughServe() throws {
+        #expect(Self.a != Self.b && BlobID(hashing: Self.a) == BlobID(hashing: Self.b))
+        let scratch = try ScratchDirectory("identity")
+        let server = try ServerProcess(directory: scratch.path)
+        #expect(try Curl.request("PUT", server.url + "/ac/x", body: Self.a).status == 201)
+        let cas = server.url + "/cas/" + sha256Hex(Self.b)
+        let refused = try Curl.request("PUT", cas, body: Self.b)
+        #expect(refused.status == 409)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains(BlobID(hashing: Self.b).hex))
+        #expect(try Curl.request("GET", cas).status == 404)
+        #expect(try Curl.request("GET", server.url + "/ac/x").body == Self.a)
+
+        // Whatever put a value under a /cas/ key, GET sends it only when its SHA-256 is the name.
+        let cache = try BlobCache(directory: scratch.path)
+        try cache.set(Self.a, forKey: "cas/" + sha256Hex(Self.b))
+        try cache.close()
+        #expect(try Curl.request("GET", cas).status == 404)
+    }
+
+    @Test("a path that is not valid UTF-8, raw or percent-encoded, is 400 and names no key",
+          .enabled(if: curlInstalled, "curl is not installed"))
+    func pathsThatAreNotUTF8() throws {
+        let scratch = try ScratchDirectory("identity-paths")
+        let server = try ServerProcess(directory: scratch.path)
+        #expect(try Curl.request("PUT", server.url + "/k%EF%BF%BD", body: [1]).status == 201)
+        #expect(try Curl.request("PUT", server.url + "/k%FF", body: [2]).status == 400)
+        #expect(try Curl.request("GET", server.url + "/k%FE").status == 400)
+        // Raw bytes, as no client should send them: bash writes the request line itself.
+        let raw = try Run.run("/bin/bash", ["-c", #"""
+            exec 3<>/dev/tcp/127.0.0.1/$0
+            printf 'GET /k\377 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+            head -c 12 <&3
+            """#, "\(server.port)"])
+        #expect(raw.output.hasPrefix("HTTP/1.1 400"))
+        #expect(try Curl.request("GET", server.url + "/k%EF%BF%BD").body == [1])
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+/// The public MD5 collision pair (Wang and Yu, 2004): two 128-byte messages, one MD5
+/// (79054025255fb1a26e4bc422aef54eb4). MD5 works on 64-byte blocks, so the same bytes appended
+/// to both keep the collision: `extended(by:)` makes colliding values of any size.
+enum CollisionPair {
+    static let a = bytes("""
+        d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e48883\
+        2571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd\
+        02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70
+        """)
+    static let b = bytes("""
+        d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e48883\
+        25f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd\
+        02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70
+        """)
+    static let id = "79054025255fb1a26e4bc422aef54eb4"
+
+    /// Both messages with `suffix` appended: still one MD5, still different bytes.
+    static func extended(by suffix: [UInt8]) -> (a: [UInt8], b: [UInt8]) { (a + suffix, b + suffix) }
+
+    private static func bytes(_ hex: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            bytes.append(UInt8(hex[index..<next], radix: 16)!)
+            index = next
+        }
+        return bytes
+    }
+}
+
+@Suite("content identity: a name is never proof of equality")
+struct ContentIdentityTests {
+    @Test("the pair is a real collision: one MD5, other bytes")
+    func pairCollides() {
+        #expect(CollisionPair.a != CollisionPair.b)
+        #expect(BlobID(hashing: CollisionPair.a).hex == CollisionPair.id)
+        #expect(BlobID(hashing: CollisionPair.b).hex == CollisionPair.id)
+        let (a, b) = CollisionPair.extended(by: Samples.random(1000))
+        #expect(BlobID(hashing: a) == BlobID(hashing: b) && a != b)
+    }
+
+    /// Values of a packed size, a loose size, and a size hashed and compressed on every core.
+    static let sizes = [0, 20_000, 400_000]
+
+    @Test("a value whose MD5 names a stored value with other bytes is refused, and nothing stored changes",
+          arguments: sizes)
+    func collisionRefused(suffixBytes: Int) throws {
+        let dir = TemporaryDirectory()
+        let (a, b) = CollisionPair.extended(by: Samples.compressible(suffixBytes))
+        let cache = try BlobCache(directory: dir.path)
+        try cache.set(Array("before".utf8), forKey: "key-b")
+        let id = try cache.set(a, forKey: "key-a")
+        #expect(throws: BlobCacheError.contentCollision(id: id)) { try cache.set(b, forKey: "key-b") }
+        #expect(throws: BlobCacheError.contentCollision(id: id)) { try cache.set(b, forKey: "key-c") }
+        #expect(throws: BlobCacheError.contentCollision(id: id)) { try cache.store(b) }
+        #expect(try cache.bytes(forKey: "key-a") == a)
+        #expect(try cache.bytes(forKey: "key-b") == Array("before".utf8))
+        #expect(try cache.bytes(forKey: "key-c") == nil)
+        #expect(try cache.bytes(for: id) == a)
+        // The same bytes again still share the blob.
+        #expect(try cache.set(a, forKey: "key-d") == id)
+        #expect(try cache.bytes(forKey: "key-d") == a)
+        let stats = cache.statistics()
+        #expect(stats.contentCollisions == 3)
+        #expect(stats.deduplicatedSets == 1)
+        try cache.close()
+        #expect(try BlobCache(directory: dir.path).statistics().lifetime.contentCollisions == 3)
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.isEmpty)
+    }
+
+    @Test("a set whose value is stored, but damaged, stores it again instead of sharing the damage")
+    func damagedStoredCopy() throws {
+        let dir = TemporaryDirectory()
+        let value = Samples.random(100_000)
+        let cache = try BlobCache(directory: dir.path)
+        let id = try cache.set(value, forKey: "first")
+        let file = dir.appending("objects/\(id.hex.prefix(1))/\(id.hex.dropFirst(1).prefix(1))/\(id.hex)")
+        var image = try #require(FileManager.default.contents(atPath: file))
+        image[image.count - 10] ^= 0x40
+        try image.write(to: URL(fileURLWithPath: file))
+        #expect(try cache.set(value, forKey: "second") == id)
+        #expect(try cache.bytes(forKey: "second") == value)
+        #expect(try cache.bytes(forKey: "first") == nil, "the damaged copy's entries were dropped")
+        try cache.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+
+    @Test("keys are their exact UTF-8: two canonically equivalent spellings are two keys")
+    func canonicallyEquivalentKeys() async throws {
+        let precomposed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        #expect(precomposed == decomposed, "Swift's String equality says they are one")
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path)
+        try cache.set(Array("one".utf8), forKey: precomposed)
+        try cache.set(Array("two".utf8), forKey: decomposed)
+        #expect(try cache.bytes(forKey: precomposed) == Array("one".utf8))
+        #expect(try cache.bytes(forKey: decomposed) == Array("two".utf8))
+        #expect(try cache.entries().count == 2)
+        #expect(try cache.removeValue(forKey: decomposed))
+        #expect(try cache.bytes(forKey: precomposed) == Array("one".utf8))
+        try cache.close()
+    }
+
+    @Test("single-flight loads of two equivalent spellings are two loads, each with its own value")
+    func flightsByExactKey() {
+        let flights = FlightTable()
+        let first = flights.flight(for: "caf\u{E9}")
+        let second = flights.flight(for: "cafe\u{301}")
+        #expect(first.isNew && second.isNew)
+        #expect(first.flight !== second.flight)
+        #expect(flights.running("cafe\u{301}") === second.flight)
+    }
+
+    @Test("recency noted without the flock is kept per exact key")
+    func pendingAccessesByExactKey() {
+        var table: [ExactKey: Int64] = [:]
+        table[ExactKey("caf\u{E9}")] = 1
+        table[ExactKey("cafe\u{301}")] = 2
+        #expect(table.count == 2)
+        #expect(table[ExactKey("caf\u{E9}")] == 1)
+    }
+}
