@@ -104,6 +104,7 @@ let package = Package(
             name: "BlobCacheTests",
             dependencies: [
                 "BlobCache", "blobcache", "blobcache-crash-writer", "CLZ4",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ]

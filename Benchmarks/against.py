@@ -3,6 +3,7 @@
 
     python3 Benchmarks/against.py d03229a            # 5 runs of W1-W5, this tree vs d03229a
     python3 Benchmarks/against.py d03229a --runs 3 --workloads w2,w5
+    python3 Benchmarks/against.py 0a0c4ae --this-harness --workloads w1,w2,dedup2,dedup3
 
 It checks the commit out in a worktree beside the repository (../blobcache-against-COMMIT),
 builds both workload runners in release mode, then runs them one after the other, the order
@@ -36,6 +37,8 @@ def main():
     parser.add_argument("--workloads", default="w1,w2,w3,w4,w5")
     parser.add_argument("--corpus", default="/tmp/blobcorpus")
     parser.add_argument("--work", default="/tmp/blobcache-against")
+    parser.add_argument("--this-harness", action="store_true",
+                        help="build the commit's engine with this tree's workload runner (for workloads it lacks)")
     args = parser.parse_args()
     if not os.path.exists(os.path.join(args.corpus, "manifest.tsv")):
         subprocess.run([sys.executable, os.path.join(ROOT, "..", "shared", "bench", "make_corpus.py"),
@@ -44,6 +47,10 @@ def main():
     if not os.path.isdir(tree):
         subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", tree, args.commit], check=True,
                        stdout=subprocess.DEVNULL)
+    if args.this_harness:
+        # The same workload runner on both sides: only the engine (Sources/) differs.
+        subprocess.run(["rm", "-rf", os.path.join(tree, "Benchmarks", "Sources")], check=True)
+        subprocess.run(["cp", "-r", os.path.join(HERE, "Sources"), os.path.join(tree, "Benchmarks", "Sources")], check=True)
     sides = {"before": runner(os.path.join(tree, "Benchmarks")), "this": runner(HERE)}
     samples = {side: {} for side in sides}
     for run in range(args.runs):

@@ -6,7 +6,7 @@ import BlobCache
 import Foundation
 
 let usage = """
-    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6]
+    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6,dedup2,dedup3]
                     [--workloads remote --remote URL]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
@@ -280,6 +280,15 @@ func run(_ options: Options) throws -> [Measurement] {
                     results += try putThenGet(String(name), setting, keys: keys) {
                         UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
                     }
+                }
+            }
+        case "dedup2", "dedup3":
+            // D2 and D3: W2's and W3's values set again under new keys (every put a dedup hit).
+            let (file, size, count) = workload == "dedup2" ? ("synth_4k.bin", 4096, 10_000) : ("synth_1m.bin", 1 << 20, 1000)
+            let flat = try Corpus.blobs(options.corpus + "/" + file, size: size, count: count).flatMap { $0 }
+            try flat.withUnsafeBytes { all in
+                results += try dedupPuts(workload == "dedup2" ? "D2" : "D3", options, count: count) {
+                    UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
                 }
             }
         case "presets":

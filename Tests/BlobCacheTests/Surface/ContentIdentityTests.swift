@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Crypto
 @testable import BlobCache
 
 /// The public MD5 collision pair (Wang and Yu, 2004): two 128-byte messages, one MD5
@@ -124,5 +125,42 @@ struct ContentIdentityTests {
         table[ExactKey("cafe\u{301}")] = 2
         #expect(table.count == 2)
         #expect(table[ExactKey("caf\u{E9}")] == 1)
+    }
+}
+
+@Suite("remote key records: version 2, authenticated")
+struct RemoteKeyRecordTests {
+    static let key = SymmetricKey(size: .bits256)
+    static let record = RemoteKeyRecord(key: "k/é", id: BlobID(hashing: [1, 2]), expiry: 42,
+                                        sha256: Array(SHA256.hash(data: [1, 2])))
+
+    @Test("a record reads back as written, tagged or not; a tag is required and checked only with a key")
+    func roundTrip() {
+        let plain = Self.record.encoded(authenticatingWith: nil)
+        let tagged = Self.record.encoded(authenticatingWith: Self.key)
+        #expect(plain.count == 72 + 4 && tagged.count == 104 + 4)
+        #expect(RemoteKeyRecord.decode(plain, authenticatingWith: nil) == .success(Self.record))
+        #expect(RemoteKeyRecord.decode(tagged, authenticatingWith: nil) == .success(Self.record))
+        #expect(RemoteKeyRecord.decode(tagged, authenticatingWith: Self.key) == .success(Self.record))
+        #expect(RemoteKeyRecord.decode(plain, authenticatingWith: Self.key) == .failure(.unauthenticated))
+        #expect(RemoteKeyRecord.decode(tagged, authenticatingWith: SymmetricKey(size: .bits256)) == .failure(.unauthenticated))
+    }
+
+    @Test("every truncation and every flipped byte of a tagged record is refused, never a crash or another record")
+    func everyDamageRefused() {
+        let tagged = Self.record.encoded(authenticatingWith: Self.key)
+        for length in 0..<tagged.count {
+            #expect(throws: (any Error).self) { try RemoteKeyRecord.decode(Array(tagged.prefix(length)), authenticatingWith: Self.key).get() }
+        }
+        for index in tagged.indices {
+            var damaged = tagged
+            damaged[index] ^= 0x01
+            #expect(throws: (any Error).self) { try RemoteKeyRecord.decode(damaged, authenticatingWith: Self.key).get() }
+            // With the CRC recomputed, as a forger would: the tag still refuses it.
+            guard index < tagged.count - 4 else { continue }
+            damaged.removeLast(4)
+            damaged += withUnsafeBytes(of: CRC32.checksum(damaged).littleEndian, Array.init)
+            #expect(throws: (any Error).self) { try RemoteKeyRecord.decode(damaged, authenticatingWith: Self.key).get() }
+        }
     }
 }
