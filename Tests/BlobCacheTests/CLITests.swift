@@ -201,7 +201,10 @@ struct CLITests {
         #expect(evict.status == 0 && evict.output.hasPrefix("evicted 6 entries"))
         #expect(try cli.run(["get", "k0"]).status == 1)
         #expect(try cli.run(["get", "k9"]).status == 0)
-        #expect(try cli.run(["config", "--max-entries", "2", "--max-size", "1Mi"]).status == 0)
+        // Lowering a cap below what the cache holds evicts only with --yes (saying how much).
+        #expect(try cli.run(["config", "--max-entries", "2", "--max-size", "1Mi"]).status == 64)
+        let lowered = try cli.run(["config", "--max-entries", "2", "--max-size", "1Mi", "--yes"])
+        #expect(lowered.status == 0 && lowered.lines.last?.hasPrefix("evicted: 2 entries") == true)
         #expect(try cli.run(["config"]).output == "max-size: 1048576\nmax-entries: 2\n")
         #expect(try BlobCache.defaultLimits(in: dir.path) == .init(maxStoredBytes: 1_048_576, maxEntries: 2))
         try cli.run(["put", "new"], stdin: Data([2]))

@@ -27,7 +27,13 @@ struct BlobCacheTool: ParsableCommand {
     /// Runs the tool after moving global options given before the command to after it, so
     /// `blobcache --dir D get k` and `blobcache get k --dir D` mean the same.
     static func main() {
-        let arguments = GlobalOptions.hoisted(Array(CommandLine.arguments.dropFirst()))
+        let given = Array(CommandLine.arguments.dropFirst())
+        if let option = GlobalOptions.capBeforeConfig(given) {
+            FileHandle.standardError.write(Data("blobcache: \(option) before 'config' is a global option, which config does not take; to save a default cap write 'config \(option) VALUE'\n".utf8))
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        let arguments = GlobalOptions.hoisted(given)
+        Streams.checkStandardOutputAtExit()
         if let first = arguments.first, !first.hasPrefix("-"), first != "help",
            !configuration.subcommands.contains(where: { $0._commandName == first }) {
             FileHandle.standardError.write(Data("blobcache: unknown command '\(first)'; see 'blobcache --help'\n".utf8))

@@ -29,7 +29,7 @@ struct Export: ParsableCommand {
     }
 
     func run() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .reading)
         let space = global.keySpace(of: cache)
         let plan = ExportPlan(keys: try Failure.running { try space.keys() }, destination: destination)
         let writer = try Failure.running { try ExportWriter(destination: destination) { try space.bytes(forKey: $0) } }

@@ -38,6 +38,9 @@ struct Fsck: ParsableCommand {
         options.fast = fast
         options.lockTimeout = try global.lockTimeout
         options.encryption = try global.encryption
+        // A missing DIR is no cache to check (not a new, empty one that checks clean).
+        try global.requireCache()
+        // Without --repair a cap only reports what is over it (over-limit); it evicts nothing.
         if global.maxSize != nil || global.maxEntries != nil {
             let saved = try Failure.opening { try BlobCache.defaultLimits(in: global.resolvedDirectory) }
             options.limits = .init(maxStoredBytes: global.maxSize ?? saved.maxStoredBytes,

@@ -7,7 +7,7 @@ struct Get: ParsableCommand {
         abstract: "Write KEY's value to standard output (or -o FILE). Missing or expired: exit 1.")
 
     @Argument(help: "The key.") var key: String
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the value to this file instead.", valueName: "FILE")) var output: String?
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write the value to this file instead (as > would: truncated, its mode and links kept; - for standard output).", valueName: "FILE")) var output: String?
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
@@ -15,20 +15,13 @@ struct Get: ParsableCommand {
             Failure.say(KeyArgument.missMessage(key))
             throw ExitCode(Failure.notFound)
         }
-        let cache = try global.open()
+        let cache = try global.open(for: .reading)
         let value = try Failure.running { try global.keySpace(of: cache).bytes(forKey: key) }
         try Failure.running { try cache.close() }
         guard let value else {
             Failure.say("no entry for key '\(BlobCache.escapedKey(key))'")
             throw ExitCode(Failure.notFound)
         }
-        if let output {
-            guard FileManager.default.createFile(atPath: output, contents: Data(value)) else {
-                Failure.say("cannot write \(output)")
-                throw ExitCode(Failure.error)
-            }
-        } else {
-            FileHandle.standardOutput.write(Data(value))
-        }
+        try Streams.write(value, toFile: output ?? "-")
     }
 }

@@ -68,6 +68,20 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// The cap option (`--max-size`, `--max-entries`) given before a `config` command, if any:
+    /// hoisted after it, it would become config's own option and be saved as a default.
+    static func capBeforeConfig(_ arguments: [String]) -> String? {
+        var index = 0, caps: [String] = []
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+            guard valued.contains(name) else { break }
+            if name == "--max-size" || name == "--max-entries" { caps.append(name) }
+            index += argument.contains("=") ? 1 : 2
+        }
+        return index < arguments.count && arguments[index] == "config" ? caps.first : nil
+    }
+
     /// Moves global options that come before the command to just after it.
     static func hoisted(_ arguments: [String]) -> [String] {
         var leading: [String] = []
@@ -127,11 +141,18 @@ struct GlobalOptions: ParsableArguments {
     /// The keys this invocation works on (`--namespace`).
     func keySpace(of cache: BlobCache) -> KeySpace { KeySpace(cache, namespace: namespace) }
 
-    /// Opens the cache with this invocation's limits.
-    func open(codec: Codec? = nil) throws -> BlobCache {
+    /// Opens the cache for `use`: `--max-size` and `--max-entries` apply only to a command
+    /// that fills it, and a command that only reads never creates one (a missing directory
+    /// exits 8, `no cache at DIR`).
+    func open(for use: CacheUse, codec: Codec? = nil) throws -> BlobCache {
         var configuration = BlobCache.Configuration()
-        configuration.maxStoredBytes = maxSize
-        configuration.maxEntries = maxEntries
+        if use == .filling {
+            configuration.maxStoredBytes = maxSize
+            configuration.maxEntries = maxEntries
+        }
+        // A read with a remote tier may write its hits back: a new directory is a cache to warm.
+        let creates = use != .reading || remoteGiven
+        if !creates { try requireCache() }
         if let packThreshold { configuration.packThreshold = packThreshold }
         if let compression { configuration.compression = compression }
         if let codec { configuration.codec = codec }
@@ -145,7 +166,27 @@ struct GlobalOptions: ParsableArguments {
         }
 #endif
         if let maxEntries, maxEntries <= 0 { throw ValidationError("--max-entries must be positive") }
-        return try Failure.opening { try BlobCache(directory: resolvedDirectory, configuration: configuration) }
+        return try Failure.opening {
+            try BlobCache(directory: resolvedDirectory, configuration: configuration, createDirectory: creates)
+        }
+    }
+
+    /// Whether `--remote` was given.
+    var remoteGiven: Bool {
+#if BLOBCACHE_NETWORK
+        remote != nil
+#else
+        false
+#endif
+    }
+
+    /// Exits 8 with `blobcache: no cache at DIR` when DIR does not exist: a mistyped `--dir`
+    /// must not become a new, empty cache that answers every read with a miss.
+    func requireCache() throws {
+        var info = stat()
+        guard lstat(resolvedDirectory, &info) != 0, errno == ENOENT else { return }
+        Failure.say("no cache at \(resolvedDirectory)")
+        throw ExitCode(Failure.cannotOpen)
     }
 }
 

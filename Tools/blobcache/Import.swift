@@ -45,7 +45,7 @@ struct Import: ParsableCommand {
         // In key order, as before the import ran on every core: files near in the tree land
         // near in the packs, which an export (in key order) then reads in sequence.
         let unique = latest.values.map { files[$0] }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        let cache = try global.open()
+        let cache = try global.open(for: .filling)
         let total = unique.count, terminal = Output.isTerminal
         let outcome = ImportFiles(files: unique, space: global.keySpace(of: cache)).run { done in
             if terminal {

@@ -33,7 +33,7 @@ struct List: ParsableCommand {
 
     func run() throws {
         if namespaces { return try listNamespaces() }
-        let cache = try global.open()
+        let cache = try global.open(for: .reading)
         let entries = try Failure.running { try global.keySpace(of: cache).entries() }
         try Failure.running { try cache.close() }
         let rows = entries.map {
@@ -45,11 +45,11 @@ struct List: ParsableCommand {
         for row in rows {
             text += "\(BlobCache.escapedKey(row.key))\t\(row.blob)\t\(row.size)\t\(row.storedSize)\t\(row.expiry ?? "never")\t\(row.lastAccess)\n"
         }
-        FileHandle.standardOutput.write(Data(text.utf8))
+        try Streams.writeStandardOutput(text)
     }
 
     private func listNamespaces() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .reading)
         let figures = try Failure.running { try cache.namespaceTotals() }
         try Failure.running { try cache.close() }
         let rows = figures.sorted { $0.key < $1.key }.map {
@@ -58,6 +58,6 @@ struct List: ParsableCommand {
         }
         if json { return try Output.json(rows) }
         let text = rows.map { "\(BlobCache.escapedKey($0.name))\t\($0.entries)\t\($0.blobs)\t\($0.logicalBytes)\t\($0.storedBytes)\n" }.joined()
-        FileHandle.standardOutput.write(Data(text.utf8))
+        try Streams.writeStandardOutput(text)
     }
 }

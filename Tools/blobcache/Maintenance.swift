@@ -9,7 +9,7 @@ struct Expire: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .removing)
         let removed = try Failure.running { try cache.removeExpired() }
         try Failure.running { try cache.close() }
         print("removed \(removed) expired entries")
@@ -28,7 +28,7 @@ struct Evict: ParsableCommand {
     }
 
     func run() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .filling)
         let before = try Failure.running { try cache.totals() }
         try Failure.running { try cache.setLimits(.init(maxStoredBytes: size, maxEntries: before.limits.maxEntries)) }
         let after = try Failure.running { try cache.totals() }
@@ -44,7 +44,7 @@ struct Clear: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .removing)
         let keys = global.keySpace(of: cache)
         // Without --namespace every entry goes, namespaces' too.
         let count = { try global.namespace == nil ? cache.totals().entries : keys.entries().count }
@@ -77,7 +77,7 @@ struct Compact: ParsableCommand {
     func run() throws {
         let codec = recompress.flatMap(Codec.init(name:))
         let newKey = try rekey.map(KeyFile.encryption(at:))
-        let cache = try global.open(codec: codec)
+        let cache = try global.open(for: .filling, codec: codec)
         let report: BlobCache.CompactionReport
         if let newKey {
             report = try Failure.running { try cache.compact(rekeyingTo: newKey) }
@@ -116,6 +116,8 @@ struct Config: ParsableCommand {
                                valueName: "SECONDS")) var wait: Double = 30
     @Option(help: ArgumentHelp("The key of an encrypted cache (default: $BLOBCACHE_KEY_FILE).", valueName: "PATH"))
     var keyFile: String?
+    @Flag(help: "Evict what lowering --max-size or --max-entries below what the cache holds evicts (without it: exit 64, saying how much).")
+    var yes = false
 
     func validate() throws {
         if let shareWithGroup, !["on", "off"].contains(shareWithGroup) {
@@ -131,6 +133,7 @@ struct Config: ParsableCommand {
             try Failure.opening { try BlobCache.shareWithGroup(shareWithGroup == "on", in: directory) }
         }
         var limits = try Failure.running { try BlobCache.defaultLimits(in: directory) }
+        var evicted: EvictionPreview?
         if maxSize != nil || maxEntries != nil {
             if let maxSize { limits.maxStoredBytes = maxSize == "none" ? nil : try Size.parse(maxSize) }
             if let maxEntries {
@@ -144,11 +147,22 @@ struct Config: ParsableCommand {
             configuration.lockTimeout = try global.lockTimeout
             configuration.encryption = try global.encryption
             let cache = try Failure.opening { try BlobCache(directory: directory, configuration: configuration) }
+            let preview = try Failure.running {
+                EvictionPreview(entries: try cache.entries(), storedBytes: try cache.totals().storedBytes, limits: limits)
+            }
+            if preview.entries > 0 && !yes {
+                try? cache.close()
+                Failure.say("these limits would evict \(preview.entries) entries (\(preview.bytes) bytes stored); nothing was changed: add --yes to evict them")
+                throw ExitCode.validationFailure
+            }
             try Failure.running { try BlobCache.saveDefaultLimits(limits, in: directory) }
+            if preview.entries > 0 { try Failure.running { try cache.setLimits(limits) } }
             try Failure.running { try cache.close() }
+            if preview.entries > 0 { evicted = preview }
         }
         print("max-size: \(limits.maxStoredBytes.map(String.init) ?? "none")")
         print("max-entries: \(limits.maxEntries.map(String.init) ?? "none")")
+        if let evicted { print("evicted: \(evicted.entries) entries, \(evicted.bytes) bytes stored") }
         if shareWithGroup != nil {   // (only then: scripts read the two lines above as they were)
             var info = stat()
             let shared = lstat(directory, &info) == 0 && info.st_mode & 0o070 == 0o070

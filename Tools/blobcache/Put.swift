@@ -7,7 +7,7 @@ struct Put: ParsableCommand {
         abstract: "Store FILE (or standard input) under KEY; prints the blob id.")
 
     @Argument(help: "The key.") var key: String
-    @Argument(help: "The file to store; standard input when omitted.") var file: String?
+    @Argument(help: "The file to store (anything readable: a FIFO, /dev/null, <(cmd)); standard input when omitted or -.") var file: String?
     @Option(help: ArgumentHelp("Expire the entry after this many seconds.", valueName: "SECONDS")) var ttl: Double?
     @Option(help: ArgumentHelp("Codec for a new blob: lz4, zlib or none.", valueName: "CODEC")) var codec: String?
     @Flag(help: "Pin the entry: never evicted, kept by clear unless --include-pinned.") var pin = false
@@ -23,17 +23,8 @@ struct Put: ParsableCommand {
     }
 
     func run() throws {
-        let value: Data
-        if let file {
-            guard let contents = FileManager.default.contents(atPath: file) else {
-                Failure.say("cannot read \(file)")
-                throw ExitCode(Failure.error)
-            }
-            value = contents
-        } else {
-            value = FileHandle.standardInput.readDataToEndOfFile()
-        }
-        let cache = try global.open(codec: codec.flatMap(Codec.init(name:)))
+        let value = try Streams.readAll(file ?? "-")
+        let cache = try global.open(for: .filling, codec: codec.flatMap(Codec.init(name:)))
         let expiry = ttl.map { Expiry.after(.milliseconds(Int64($0 * 1000))) }
         let id: BlobID
         do {

@@ -13,7 +13,7 @@ struct Remove: ParsableCommand {
     }
 
     func run() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .removing)
         var missing = 0
         for key in keys where try !KeyArgument.isExact(key) || !Failure.running({ try global.keySpace(of: cache).removeValue(forKey: key) }) {
             Failure.say("no entry for key '\(BlobCache.escapedKey(key))'")

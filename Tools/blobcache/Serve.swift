@@ -67,7 +67,7 @@ struct Serve: ParsableCommand {
             Failure.say("--max-body must be positive")
             throw ExitCode.validationFailure
         }
-        let cache = try global.open()
+        let cache = try global.open(for: .filling)
         let configuration = CacheServer.Configuration(
             address: address, maxBodyBytes: maxBody, logger: CacheServer.standardErrorLogger(level: level),
             onListening: { bound in

@@ -50,7 +50,7 @@ struct Stat: ParsableCommand {
     }
 
     func run() throws {
-        let cache = try global.open()
+        let cache = try global.open(for: .reading)
         let totals = try Failure.running { try cache.totals() }
         var namespaces = try Failure.running { try cache.namespaceTotals() }
         if let name = global.namespace {
