@@ -14,10 +14,13 @@ struct BlobCacheTool: ParsableCommand {
             ~/.cache/blobcache. SIZE takes decimal suffixes k, M, G, T (500M = 500,000,000 bytes) \
             or binary ones Ki, Mi, Gi, Ti (2Gi = 2 x 2^30).
 
-            Exit codes: 0 success; 1 not found (get, rm); 2 error (bad input, I/O, damaged data); \
-            8 the cache cannot be opened (another process held DIR/lock for longer than --wait, default 30 s; \
-            unusable directory); \
-            64 usage error. fsck: 0 clean, 1 errors found and all repaired, 4 errors left, 8 as above.
+            --max-size and --max-entries apply only to commands that fill the cache (put, import, evict, compact, serve); \
+            fsck reports what is over them. get, ls, stat, export and fsck never create a cache.
+
+            Exit codes: 0 success; 1 not found (get, rm); 2 error (bad input, a failed write, I/O, damaged data, an MD5 collision refused); \
+            8 the cache cannot be opened (no cache at DIR for a read; another process held DIR/lock for longer than --wait, default 30 s; \
+            unusable directory); 9 key file problem (--key-file, --remote-key-file); \
+            64 usage error (also: a put KEY that is not valid UTF-8; config lowering a cap without --yes). fsck: 0 clean, 1 errors found and all repaired, 4 errors left, 8 as above.
 
             serve makes DIR an HTTP cache for ccache, sccache and Bazel; --remote URL adds a remote tier (remote check tests it).
             """,
