@@ -18,6 +18,7 @@ struct EncryptionCLITests {
         writeFile(hex, Array((key.map { String(format: "%02X", $0) }.joined() + "\n").utf8))
         writeFile(other, [UInt8](repeating: 9, count: 32))
         writeFile(bad, Array("not a key\n".utf8))
+        for file in [raw, hex, other, bad] { chmod(file, 0o600) }
         let value = Data("the distinctive plain text of a value, long enough to find".utf8)
 
         #expect(try cli.run(["--key-file", raw, "put", "distinctive-cli-key"], stdin: value).status == 0)
@@ -49,6 +50,11 @@ struct EncryptionCLITests {
         }
         writer.start()
         #expect(try cli.run(["--key-file", fifo, "get", "distinctive-cli-key"]).stdout == value)
+        // A key file others may read is refused, saying which mode to set, and nothing changes.
+        chmod(raw, 0o644)
+        let exposed = try cli.run(["--key-file", raw, "get", "distinctive-cli-key"])
+        #expect(exposed.status == 9 && exposed.stderr.contains("chmod 600") && exposed.stdout.isEmpty)
+        chmod(raw, 0o600)
         // A key for a plain cache is refused too.
         let plain = CLI(directory: dir.appending("plain"))
         #expect(try plain.run(["put", "k"], stdin: Data([1])).status == 0)
@@ -63,6 +69,7 @@ struct EncryptionCLITests {
         let first = dir.appending("first.key"), second = dir.appending("second.key")
         writeFile(first, [UInt8](repeating: 1, count: 32))
         writeFile(second, [UInt8](repeating: 2, count: 32))
+        for file in [first, second] { chmod(file, 0o600) }
         let large = Data(Samples.random(200_000, seed: 9)), small = Data("small value".utf8)
         #expect(try cli.run(["put", "large"], stdin: large).status == 0)
         #expect(try cli.run(["put", "small"], stdin: small).status == 0)
@@ -88,6 +95,7 @@ struct EncryptionCLITests {
         let oldKey = [UInt8](repeating: 0x42, count: 32), newKey = (0..<32).map { UInt8(truncatingIfNeeded: $0 * 11 + 5) }
         writeFile(oldKeyFile, oldKey)
         writeFile(newKeyFile, newKey)
+        for file in [oldKeyFile, newKeyFile] { chmod(file, 0o600) }
         func configuration(_ key: [UInt8]) -> BlobCache.Configuration {
             .testing { $0.encryption = .aesGCM(key: SymmetricKey(data: key)) }
         }

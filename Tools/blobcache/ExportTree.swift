@@ -58,13 +58,29 @@ final class ExportWriter: @unchecked Sendable {
 
     /// Opens (creating it when missing) the destination; `value` reads a key's bytes.
     init(destination: String, value: @escaping @Sendable (String) throws -> [UInt8]?) throws {
-        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        try Self.makeDirectories(destination)
         root = open(destination, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { throw ExportError(String(cString: strerror(errno))) }
+        guard root >= 0 else { throw ExportError("cannot open \(destination): \(String(cString: strerror(errno)))") }
         self.value = value
     }
 
     deinit { close(root) }
+
+    /// `mkdir -p`: every missing directory of `path`, 0777 less the umask; one that exists is
+    /// fine, anything else there (a file) is the system's reason in one line.
+    static func makeDirectories(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + component
+            if mkdir(prefix, 0o777) != 0 && errno != EEXIST {
+                throw ExportError("cannot create \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw ExportError("cannot export into \(path): it is not a directory")
+        }
+    }
 
     /// Exports every key, each core taking the next key nobody has taken; the outcomes are in
     /// `keys`' order.

@@ -10,6 +10,10 @@ struct Get: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the value to this file instead (as > would: truncated, its mode and links kept; - for standard output).", valueName: "FILE")) var output: String?
     @OptionGroup var global: GlobalOptions
 
+    func validate() throws {
+        if key.isEmpty { throw ValidationError("KEY must not be empty") }
+    }
+
     func run() throws {
         guard KeyArgument.isExact(key) else {
             Failure.say(KeyArgument.missMessage(key))

@@ -236,7 +236,7 @@ enum Failure {
         }
     }
 
-    /// Runs a command's work: a library error exits 2 with its message.
+    /// Runs a command's work: any error exits 2 with one line (a library error's message).
     static func running<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let exit as ExitCode {
             throw exit
@@ -245,6 +245,21 @@ enum Failure {
             if case .inUse = error { throw ExitCode(cannotOpen) }
             if code(opening: error) == keyProblem { throw ExitCode(keyProblem) }
             throw ExitCode(Failure.error)
+        } catch {
+            say(describe(error))
+            throw ExitCode(Failure.error)
         }
+    }
+
+    /// One line for any error: a Foundation file error as its path and the system's reason,
+    /// never its domain, code and user info.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? CocoaError {
+            var reason = error.localizedDescription
+            if let underlying = error.underlying as? POSIXError { reason = String(cString: strerror(underlying.code.rawValue)) }
+            return error.filePath.map { "\($0): \(reason)" } ?? reason
+        }
+        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
+        return "\(error)"
     }
 }

@@ -6,42 +6,47 @@ import Foundation
 /// The key of an encrypted cache, read from a file: 32 raw bytes, or 64 hexadecimal digits
 /// and an optional newline (`--key-file`, `$BLOBCACHE_KEY_FILE`).
 enum KeyFile {
-    /// The encryption a key file gives; a file that is missing, unreadable or of another form
-    /// exits 9 with a one-line message.
+    /// The encryption a key file gives; a file that is missing, unreadable, of another form or
+    /// that others may read exits 9 with a one-line message.
     static func encryption(at path: String) throws -> BlobCache.Encryption {
-        // Read, not stat'ed: a pipe (`--key-file <(pass show cache-key)`) has no size. At most a
-        // byte more than the longest form (64 hex digits and CR LF), so nothing reads forever.
-        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.read(upToCount: 67) ?? Data() else {
-            Failure.say("key file \(path) cannot be read")
-            throw ExitCode(Failure.keyProblem)
-        }
-        try? handle.close()
-        guard let key = parse(Array(data)) else {
-            Failure.say("key file \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline (it has \(data.count == 67 ? "more than 66" : "\(data.count)") bytes)")
-            throw ExitCode(Failure.keyProblem)
-        }
-        return .aesGCM(key: SymmetricKey(data: key))
+        .aesGCM(key: SymmetricKey(data: try key(at: path, named: "key file")))
     }
 
-    /// The remote authentication key in a file of the same forms (`--remote-key-file`). As ssh
-    /// does with private keys, a regular file that its group or others may read or write is
-    /// refused (exit 9, saying which mode to set): a key others can read authenticates nothing.
+    /// The remote authentication key in a file of the same forms (`--remote-key-file`).
     static func remoteAuthenticationKey(at path: String) throws -> SymmetricKey {
+        SymmetricKey(data: try key(at: path, named: "remote key file"))
+    }
+
+    /// The 32 key bytes in the file at `path`. As ssh does with private keys, a regular file its
+    /// group or others may read or write is refused, saying which mode to set (a key others can
+    /// read protects nothing), and so is one reached through a symbolic link that is owned by
+    /// someone but the user or root. A pipe (`<(pass show cache-key)`) is read as it is.
+    private static func key(at path: String, named label: String) throws -> [UInt8] {
+        // Read, not stat'ed for its size: a pipe has none. At most a byte more than the longest
+        // form (64 hex digits and CR LF), so nothing reads forever.
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            Failure.say("remote key file \(path) cannot be read")
+            Failure.say("\(label) \(path) cannot be read: \(String(cString: strerror(errno)))")
             throw ExitCode(Failure.keyProblem)
         }
         defer { try? handle.close() }
         var status = stat()
-        if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_mode & 0o077 != 0 {
-            Failure.say("remote key file \(path) is readable or writable by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+        if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {
+            if status.st_mode & 0o077 != 0 {
+                Failure.say("\(label) \(path) may be read or written by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
+                throw ExitCode(Failure.keyProblem)
+            }
+            if status.st_uid != getuid() && status.st_uid != 0 {
+                Failure.say("\(label) \(path) belongs to another user (uid \(status.st_uid)): use a key file of your own")
+                throw ExitCode(Failure.keyProblem)
+            }
+        }
+        let data = (try? handle.read(upToCount: 67)) ?? nil
+        guard let data, let key = parse(Array(data)) else {
+            let size = data.map { $0.count == 67 ? "more than 66" : "\($0.count)" } ?? "unreadable"
+            Failure.say("\(label) \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline (it has \(size) bytes)")
             throw ExitCode(Failure.keyProblem)
         }
-        guard let data = try? handle.read(upToCount: 67) ?? Data(), let key = parse(Array(data)) else {
-            Failure.say("remote key file \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline")
-            throw ExitCode(Failure.keyProblem)
-        }
-        return SymmetricKey(data: key)
+        return key
     }
 
     /// The 32 key bytes in `bytes`, or `nil` when they are not of either form.

@@ -10,6 +10,7 @@ struct Remove: ParsableCommand {
 
     func validate() throws {
         if keys.isEmpty { throw ValidationError("name at least one KEY") }
+        if keys.contains(where: \.isEmpty) { throw ValidationError("KEY must not be empty") }
     }
 
     func run() throws {
