@@ -45,7 +45,7 @@ struct CacheResponder: Sendable {
     private func get(_ key: String, headOnly: Bool, sha256: String? = nil) async -> Reply {
         let cache = self.cache
         do {
-            if headOnly {
+            if headOnly && sha256 == nil {
                 guard let entry = try await DiskQueue.run({ try cache.entry(forKey: key) }) else { return .text(.notFound, "no entry") }
                 return Reply(status: .ok, contentType: "application/octet-stream", length: entry.size, headOnly: true)
             }
@@ -57,6 +57,7 @@ struct CacheResponder: Sendable {
                 logger.warning("GET \(key): the stored value's SHA-256 is not the one its /cas/ path names; answered as a miss")
                 return .text(.notFound, "no entry")
             }
+            if headOnly { return Reply(status: .ok, contentType: "application/octet-stream", length: bytes.count, headOnly: true) }
             return Reply(status: .ok, contentType: "application/octet-stream", body: ByteBuffer(bytes: bytes))
         } catch BlobCacheError.corruptBlob(let id, _, let reason) {
             // The library dropped the damaged entries; to a client this is a miss it can refill.

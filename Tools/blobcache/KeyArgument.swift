@@ -5,17 +5,17 @@ import BlobCache
 /// are not with U+FFFD, which would store `$'\xff'` and `$'\xfe'` under one key: an argument
 /// decoded that way is detected here and never used as a key.
 enum KeyArgument {
-    /// Whether `key` is an argument exactly as given: it holds no U+FFFD, or some argument is
-    /// valid UTF-8 and decodes to it (a U+FFFD the user typed).
+    /// Whether `key` is an argument exactly as given: no argument that is not valid UTF-8
+    /// decodes (with U+FFFD for its bad bytes) to it. A U+FFFD the user typed is a key.
     ///
     ///     guard KeyArgument.isExact(key) else { … }
     static func isExact(_ key: String) -> Bool {
         guard key.unicodeScalars.contains("\u{FFFD}") else { return true }
         for index in 0..<Int(CommandLine.argc) {
-            guard let raw = CommandLine.unsafeArgv[index], let decoded = String(validatingCString: raw) else { continue }
-            if decoded.utf8.elementsEqual(key.utf8) { return true }
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            if String(cString: raw).utf8.elementsEqual(key.utf8) { return false }
         }
-        return false
+        return true
     }
 
     /// Refuses a key to store under that is not valid UTF-8: one line, exit 64 (changing it

@@ -58,14 +58,15 @@ struct Stat: ParsableCommand {
             namespaces = [name: figures]
         }
         try Failure.running { try cache.close() }
-        let statistics = Statistics(cache.statistics().lifetime)
+        let lifetime = cache.statistics().lifetime
+        let statistics = Statistics(lifetime)
         let report = Report(
             directory: cache.directory, entries: totals.entries, blobs: totals.blobs, logicalBytes: totals.logicalBytes,
             storedBytes: totals.storedBytes, compressionRatio: (totals.compressionRatio * 1000).rounded() / 1000,
             dedupSavedBytes: totals.deduplicationSavings, deadPackBytes: totals.deadPackBytes,
             journalBytes: totals.journalBytes, journalRecords: totals.journalRecords,
             journalRedundantRecords: totals.redundantJournalRecords, maxSize: totals.limits.maxStoredBytes,
-            maxEntries: totals.limits.maxEntries, counters: totals.counters, statistics: statistics, namespaces: namespaces)
+            maxEntries: totals.limits.maxEntries, counters: lifetime, statistics: statistics, namespaces: namespaces)
         if json { return try Output.json(report) }
         let redundancy = totals.journalRecords == 0 ? 0 : 100 * totals.redundantJournalRecords / totals.journalRecords
         print("""

@@ -134,12 +134,14 @@ public final class BlobCache: Sendable {
     }
 
     /// `set` of a key already validated (and made raw by a namespace).
-    func set(_ value: some ContiguousBytes, forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> BlobID {
+    /// `remembering`: the value goes into the memory tier too (a loaded value, about to be read).
+    func set(_ value: some ContiguousBytes, forRawKey key: String, expiry: Expiry?, pinned: Bool,
+             remembering: Bool = false) throws -> BlobID {
         let start = telemetry.startTime
         defer { telemetry.finished(set: true, key: key, since: start) }
         let rule = expiry ?? defaultExpiry
         return try value.withUnsafeBytes { raw in
-            let id = try put(raw, key: key, expiry: rule, pinned: pinned)
+            let id = try put(raw, key: key, expiry: rule, pinned: pinned, remembering: remembering)
             remote?.send(raw, id: id, key: key, expiry: rule.deadline(from: Nanoseconds.from(clock.now())))
             return id
         }
@@ -217,6 +219,16 @@ public final class BlobCache: Sendable {
     @discardableResult
     public func removeExpired() throws -> Int {
         try perform { $0.removeExpired() }
+    }
+
+    /// Evicts every entry (any namespace's, content-addressed ones too; pinned ones never) not
+    /// read or written since `date`, as ccache's `--evict-older-than` and an age limit do;
+    /// returns how many were evicted (counted in `statistics().evictions`).
+    ///
+    ///     try cache.evictEntries(unusedSince: Date().addingTimeInterval(-86_400))   // a day
+    @discardableResult
+    public func evictEntries(unusedSince date: Date) throws -> Int {
+        try perform { $0.evictUnused(before: Nanoseconds.from(date)) }
     }
 
     /// Every key, least recently used first (pinned keys first of all). Content-addressed
@@ -390,7 +402,7 @@ public final class BlobCache: Sendable {
     /// must not replace a set made while it was being fetched).
     @discardableResult
     func put(_ raw: UnsafeRawBufferPointer, key: String, expiry: Expiry, pinned: Bool, knownID: BlobID? = nil,
-             ifAbsent: Bool = false) throws -> BlobID {
+             ifAbsent: Bool = false, remembering: Bool = false) throws -> BlobID {
         if pipeline.cipher != nil, raw.count > CacheCipher.maxPlaintext {
             throw BlobCacheError.valueTooLarge(storedBytes: raw.count, limit: CacheCipher.maxPlaintext)
         }
@@ -402,7 +414,7 @@ public final class BlobCache: Sendable {
             // Large: hash on one core while the others compress and create its file; a duplicate
             // wastes one compression and one create.
             (prepared, stagingFile) = pipeline.prepareWithStagingFile(raw)
-            if try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: prepared.id, value: raw, expiryRule: expiry, pinned: pinned) }) {
+            if try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: prepared.id, value: raw, expiryRule: expiry, pinned: pinned, remembering: remembering) }) {
                 return prepared.id
             }
         } else {
@@ -410,7 +422,7 @@ public final class BlobCache: Sendable {
             let id = knownID ?? pipeline.hasher.id(of: raw)
             // Looked up first without the flock: a new value (the common case) takes it once.
             if try lookup({ $0.index.blob(id) != nil || ifAbsent && $0.holds(key) }),
-               try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: id, value: raw, expiryRule: expiry, pinned: pinned) }) {
+               try perform({ try ifAbsent && $0.holds(key) || $0.setExisting(key: key, id: id, value: raw, expiryRule: expiry, pinned: pinned, remembering: remembering) }) {
                 return id
             }
             prepared = pipeline.prepare(raw, id: id)
@@ -431,7 +443,8 @@ public final class BlobCache: Sendable {
         do {
             published = try perform { engine in
                 if ifAbsent && engine.holds(key) { return false }
-                return try engine.setNew(key: key, blob: prepared, value: raw, staged: staged, expiryRule: expiry, pinned: pinned)
+                return try engine.setNew(key: key, blob: prepared, value: raw, staged: staged, expiryRule: expiry, pinned: pinned,
+                                         remembering: remembering)
             }
         } catch {
             pipeline.discard(staged)
@@ -446,16 +459,29 @@ public final class BlobCache: Sendable {
         if let value = ticket.value { return value }
         switch try pipeline.read(ticket.info, at: ticket.location) {
         case .success(let value):
-            if ticket.remember { remember(value, id: ticket.info.id) }
+            // A loose file is found by its id alone: when a blob was released (here or in
+            // another open) since the ticket, another value with the same MD5 may have taken
+            // the id, and the file read may be it. Read again under the lock, by the key.
+            if case .loose? = ticket.location, try lookup({ $0.releases }) != ticket.releases {
+                return try readAgainUnderLock(ticket, key: key)
+            }
+            if ticket.remember { remember(value, id: ticket.info.id, releases: ticket.releases) }
             return value
         case .failure:
-            switch try perform({ try $0.blobFailed(ticket.info, key: key) }) {
-            case .value(let value): return value
-            case .miss: return nil
-            case .damaged(let error):
-                telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
-                throw error
-            }
+            return try readAgainUnderLock(ticket, key: key)
+        }
+    }
+
+    /// Reads `ticket`'s value again under the lock, where nothing can change it, resolving a
+    /// keyed read by what the key holds now (`CacheEngine.blobFailed`); damage found there is
+    /// real, and thrown.
+    private func readAgainUnderLock(_ ticket: CacheEngine.ReadTicket, key: String?) throws -> [UInt8]? {
+        switch try perform({ try $0.blobFailed(ticket.info, key: key) }) {
+        case .value(let value): return value
+        case .miss: return nil
+        case .damaged(let error):
+            telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            throw error
         }
     }
 

@@ -130,7 +130,8 @@ extension CacheEngine {
         counters.countHit(bytes: info.rawLength, fromMemory: remembered != nil)
         if telemetry.metrics != nil { telemetry.hit(key: key, bytes: info.rawLength, fromMemory: remembered != nil) }
         return .found(ReadTicket(info: info, location: location, value: remembered,
-                                 remember: remembered == nil && memory.admit(info.id, size: info.rawLength)))
+                                 remember: remembered == nil && memory.admit(info.id, size: info.rawLength),
+                                 releases: releases))
     }
 
     /// Restores the deferred index: the snapshot checked whole, the tail applied, then the

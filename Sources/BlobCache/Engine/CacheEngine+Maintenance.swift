@@ -12,6 +12,17 @@ extension CacheEngine {
         return expired.count
     }
 
+    /// Evicts every unpinned entry last read or written before `cutoff` (nanoseconds since
+    /// 1970), as the size cap would; returns how many.
+    func evictUnused(before cutoff: Int64) -> Int {
+        let stale = index.liveSlots.filter { slot in
+            let entry = index.entry(at: slot)
+            return !entry.pinned && entry.access < cutoff
+        }
+        for slot in stale { remove(slot: slot, reason: .evicted) }
+        return stale.count
+    }
+
     /// Removes every entry (pinned ones only when asked).
     func removeAll(includingPinned: Bool) {
         noteClearing(includingPinned: includingPinned)
@@ -27,9 +38,29 @@ extension CacheEngine {
         }
     }
 
-    /// Applies a record another open wrote (catch-up replay), recording the change it makes
-    /// when observed; `false` when the index cannot take it (see `CacheIndex.apply`).
+    /// Applies a record another open wrote (catch-up replay); `false` when the index cannot
+    /// take it (see `CacheIndex.apply`). A blob it releases leaves the memory tier, as one
+    /// released here does (`release`): its id may name another value next.
     func applyReplayed(_ record: JournalRecord) -> Bool {
+        var displaced: BlobID?
+        switch record {
+        case .set(let entry): displaced = index.slot(of: entry.key).map { index.blob(ofEntry: $0).id }
+        case .remove(let key, _): displaced = index.slot(of: key).map { index.blob(ofEntry: $0).id }
+        default: break
+        }
+        guard applyReplayedRecord(record) else { return false }
+        if case .removeAll = record {
+            memory.removeAll()
+            releases &+= 1
+        } else if let displaced, index.blob(displaced) == nil {
+            memory.remove(displaced)
+            releases &+= 1
+        }
+        return true
+    }
+
+    /// `applyReplayed`'s change to the index, recording the change it makes when observed.
+    private func applyReplayedRecord(_ record: JournalRecord) -> Bool {
         guard recordsChanges else { return index.apply(record) }
         switch record {
         case .set(let entry):

@@ -237,6 +237,9 @@ extension CacheEngine {
                               recordCount: prior + walk.records, synchronous: journal.synchronous, cipher: journal.cipher)
         if recordsChanges { noteDifferences(from: index, to: fresh) }
         index = fresh
+        // Whatever the other open removed is gone from the memory tier too.
+        memory.removeAll()
+        releases &+= 1
         try store.rescan()
         index.forEachBlob { blob in
             if case .packed(let number, let offset) = blob.info.place {

@@ -76,6 +76,11 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Decoded values kept in memory, by blob id (`Configuration.memoryLimit`).
     var memory = MemoryTier(limit: 0)
+    /// Bumped whenever a blob may stop being stored (its last entry went, here or in another
+    /// open). An id names a value only while its blob is stored: once it is gone, another value
+    /// with the same MD5 may be stored under it. A value read outside the lock is offered to
+    /// the memory tier only if this did not move since its ticket (`ReadTicket.releases`).
+    var releases: UInt64 = 0
     /// Where changes go (`BlobCache.changes(forKeysWithPrefix:)`); they are recorded only
     /// while somebody listens.
     var changeHub: ChangeHub?
@@ -211,6 +216,7 @@ final class CacheEngine: @unchecked Sendable {
     /// becomes dead space until pack garbage collection.
     func release(_ blob: BlobInfo?) {
         guard let blob else { return }
+        releases &+= 1
         memory.remove(blob.id)
         if case .loose = blob.place { dispose(.looseBlob(blob.id)) }
     }
@@ -227,11 +233,15 @@ final class CacheEngine: @unchecked Sendable {
     /// `value`'s (`confirmStoredCopy`: a different value with the same MD5 throws
     /// `contentCollision`); `false` when the index does not hold it, or held it damaged (its
     /// entries are dropped, so the caller stores `value` as a new blob).
-    func setExisting(key: String, id: BlobID, value: UnsafeRawBufferPointer, expiryRule: Expiry, pinned: Bool) throws -> Bool {
+    /// `remembering`: the value goes into the memory tier too, under this lock (where its id
+    /// surely names it).
+    func setExisting(key: String, id: BlobID, value: UnsafeRawBufferPointer, expiryRule: Expiry, pinned: Bool,
+                     remembering: Bool = false) throws -> Bool {
         guard let blob = index.blob(id) else { return false }
         try checkRoom(for: blob.info, key: key)
         guard try confirmStoredCopy(of: blob.info, equals: value, key: key) == .same else { return false }
         link(key: key, blob: blob.info, expiryRule: expiryRule, pinned: pinned)
+        if remembering { memory.insert(Array(value), for: id) }
         counters.deduplicatedSets += 1
         telemetry.dedupedSet(key: key)
         return true
@@ -242,8 +252,9 @@ final class CacheEngine: @unchecked Sendable {
     /// same blob meanwhile, that blob is shared (and the caller discards its staged file).
     @discardableResult
     func setNew(key: String, blob prepared: PreparedBlob, value: UnsafeRawBufferPointer, staged: StagedLooseBlob?,
-                expiryRule: Expiry, pinned: Bool) throws -> Bool {
-        if try setExisting(key: key, id: prepared.id, value: value, expiryRule: expiryRule, pinned: pinned) { return false }
+                expiryRule: Expiry, pinned: Bool, remembering: Bool = false) throws -> Bool {
+        if try setExisting(key: key, id: prepared.id, value: value, expiryRule: expiryRule, pinned: pinned,
+                           remembering: remembering) { return false }
         var info = prepared.info
         try checkRoom(for: info, key: key)
         if let staged {
@@ -252,6 +263,7 @@ final class CacheEngine: @unchecked Sendable {
             info.place = try store.append(prepared)
         }
         link(key: key, blob: info, expiryRule: expiryRule, pinned: pinned)
+        if remembering { memory.insert(Array(value), for: info.id) }
         counters.bytesWritten += info.footprint
         telemetry.wroteBlob(key: key, bytes: info.footprint)
         return true
@@ -312,6 +324,8 @@ final class CacheEngine: @unchecked Sendable {
         var value: [UInt8]? = nil
         /// Whether the value read from disk goes into the memory tier (`MemoryTier.admit`).
         var remember = false
+        /// `CacheEngine.releases` when the ticket was made.
+        var releases: UInt64 = 0
     }
 
     /// Looks a key up for reading: a miss for absent or expired keys (expired ones are removed
@@ -356,7 +370,7 @@ final class CacheEngine: @unchecked Sendable {
         counters.countHit(bytes: info.rawLength, fromMemory: remembered != nil)   // one access, not three
         if telemetry.metrics != nil { telemetry.hit(key: key, bytes: info.rawLength, fromMemory: remembered != nil) }
         return ReadTicket(info: info, location: location, value: remembered,
-                          remember: remembered == nil && memory.admit(info.id, size: info.rawLength))
+                          remember: remembered == nil && memory.admit(info.id, size: info.rawLength), releases: releases)
     }
 
     /// Looks a blob up by id for reading.
@@ -364,7 +378,7 @@ final class CacheEngine: @unchecked Sendable {
         guard let blob = index.blob(id) else { return nil }
         if let value = memory.value(for: id) { return ReadTicket(info: blob.info, location: nil, value: value) }
         return ReadTicket(info: blob.info, location: try store.location(of: blob.info),
-                          remember: memory.admit(id, size: blob.info.rawLength))
+                          remember: memory.admit(id, size: blob.info.rawLength), releases: releases)
     }
 
     /// What a read that failed its checks outside the lock comes to.
@@ -377,15 +391,19 @@ final class CacheEngine: @unchecked Sendable {
         case damaged(BlobCacheError)
     }
 
-    /// Handles a blob that failed its checks on read. The failure is trusted only if the blob
-    /// still fails when read again under the lock, where nothing can remove or re-add it: a
-    /// reader whose blob was deleted and stored again between its ticket and its open must not
-    /// drop the new, good copy. When the blob is gone because `key` was given another value
+    /// Reads a blob again under the lock, where nothing can remove or re-add it, after a read
+    /// outside it failed its checks, or may have read another value that took the id since its
+    /// ticket. A failure is trusted only if the blob still fails here: a reader whose blob was
+    /// deleted and stored again between its ticket and its open must not drop the new, good copy. When the blob is gone because `key` was given another value
     /// meanwhile, that value is read (the key was never absent, so a miss would be wrong).
     func blobFailed(_ info: BlobInfo, key: String?) throws -> ReadRecovery {
-        var blob = index.blob(info.id)
-        if blob == nil, let key, let slot = index.slot(of: key), index.entry(at: slot).expiry > now() {
-            blob = index.blob(ofEntry: slot)
+        // A keyed read asks the key what it holds now (not the id: once the read's blob was
+        // released, another value with the same MD5 may be stored under it); a read by id, the id.
+        var blob: CacheIndex.Blob?
+        if let key {
+            if let slot = index.slot(of: key), index.entry(at: slot).expiry > now() { blob = index.blob(ofEntry: slot) }
+        } else {
+            blob = index.blob(info.id)
         }
         // Only keyed reads counted a hit, and its bytes (reads by id count nothing): turned
         // into a miss, or into the bytes read again, once the outcome is known.

@@ -44,8 +44,7 @@ extension BlobCache {
         if let stored = try await AsyncBlobCache.run({ try self.bytes(forRawKey: key) }) { return stored }
         let value = try await load()
         try await AsyncBlobCache.run {
-            let id = try self.set(value, forRawKey: key, expiry: expiry, pinned: false)
-            if self.remembersValues { self.remember(value, id: id) }
+            _ = try self.set(value, forRawKey: key, expiry: expiry, pinned: false, remembering: self.remembersValues)
         }
         return value
     }

@@ -6,11 +6,13 @@ extension BlobCache {
         state.withLock { $0?.memory.removeAll() }
     }
 
-    /// Offers a value just read from disk to the memory tier (kept only while its blob is stored).
-    func remember(_ value: [UInt8], id: BlobID) {
+    /// Offers a value just read from disk to the memory tier (kept only while its blob is
+    /// stored): not when any blob was released since its ticket (`releases`), since the id may
+    /// name another value with the same MD5 by now.
+    func remember(_ value: [UInt8], id: BlobID, releases: UInt64) {
         state.withLock { engine in
             // Before the restore nothing can have been removed since the read began.
-            guard let engine, engine.memory.admits(size: value.count),
+            guard let engine, engine.releases == releases, engine.memory.admits(size: value.count),
                   engine.pendingRestore != nil || engine.index.blob(id) != nil else { return }
             engine.memory.insert(value, for: id)
         }

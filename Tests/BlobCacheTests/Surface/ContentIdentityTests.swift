@@ -164,3 +164,72 @@ struct RemoteKeyRecordTests {
         }
     }
 }
+
+/// An id names a value only while its blob is stored: once the last entry of a value goes,
+/// its MD5 twin may be stored under the same id. Nothing may remember the first value by id.
+@Suite("content identity: nothing remembers a value by id past its blob")
+struct ReleasedIdentityTests {
+    /// Colliding values large enough to be loose files (read with an `open`).
+    static let (a, b) = CollisionPair.extended(by: Samples.random(100_000, seed: 5))
+
+    @Test("another open's memory tier forgets a value whose blob was released there, before its twin is stored")
+    func memoryTierAcrossOpens() throws {
+        let dir = TemporaryDirectory()
+        let writer = try BlobCache(directory: dir.path)
+        let reader = try BlobCache(directory: dir.path, configuration: .testing { $0.memoryLimit = 1 << 20 })
+        try writer.set(Self.a, forKey: "k1")
+        #expect(try reader.bytes(forKey: "k1") == Self.a)   // now in the reader's memory tier
+        #expect(try writer.removeValue(forKey: "k1"))
+        try writer.set(Self.b, forKey: "k2")                   // the twin, a new blob under the same id
+        #expect(try reader.bytes(forKey: "k2") == Self.b)
+        #expect(throws: BlobCacheError.contentCollision(id: BlobID(hashing: Self.a))) { try reader.set(Self.a, forKey: "k3") }
+        #expect(try writer.bytes(forKey: "k3") == nil)
+        try reader.close()
+        try writer.close()
+    }
+
+    @Test("a value read while its blob was released and its twin stored is not remembered under the id")
+    func rememberAfterRelease() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing {
+            $0.memoryLimit = 1 << 20
+            $0.fileSystem = fileSystem
+        })
+        let id = try cache.set(Self.a, forKey: "k1")
+        let fired = Locked(false)
+        // Between the read's ticket and its return (outside the lock): k1 goes, the twin comes.
+        fileSystem.interposeOnOpen(before: nil, after: { path in
+            guard path.string.hasSuffix(id.hex), !fired.withLock({ let was = $0; $0 = true; return was }) else { return }
+            #expect((try? cache.removeValue(forKey: "k1")) == true)
+            #expect((try? cache.set(Self.b, forKey: "k2")) == id)
+        })
+        // The bytes it opened were A's, but k1 is gone by the end of the read: A or a miss.
+        let read = try cache.bytes(forKey: "k1")
+        #expect(read == Self.a || read == nil)
+        #expect(fired.withLock { $0 })
+        #expect(try cache.bytes(forKey: "k2") == Self.b)
+        try cache.close()
+    }
+}
+
+extension ReleasedIdentityTests {
+    @Test("a keyed read whose blob is released and whose twin takes the file before it opens it reads no twin's bytes")
+    func twinTakesTheFileMidRead() throws {
+        let dir = TemporaryDirectory()
+        let fileSystem = FaultyFileSystem()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.fileSystem = fileSystem })
+        let id = try cache.set(Self.a, forKey: "k1")
+        let fired = Locked(false)
+        fileSystem.interposeOnOpen(before: { path in
+            guard path.string.hasSuffix(id.hex), !fired.withLock({ let was = $0; $0 = true; return was }) else { return }
+            #expect((try? cache.removeValue(forKey: "k1")) == true)
+            #expect((try? cache.set(Self.b, forKey: "k2")) == id)
+        }, after: nil)
+        let read = try cache.bytes(forKey: "k1")
+        #expect(fired.withLock { $0 })
+        #expect(read == nil, "k1 was removed before its file was opened, and never held the twin")
+        #expect(try cache.bytes(forKey: "k2") == Self.b)
+        try cache.close()
+    }
+}
