@@ -91,6 +91,7 @@ let package = Package(
                 "BlobCacheRemote",
                 "BlobCacheServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/blobcache"
         ),

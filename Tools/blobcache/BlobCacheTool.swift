@@ -24,6 +24,7 @@ struct BlobCacheTool: ParsableCommand {
 
             serve makes DIR an HTTP cache for ccache, sccache and Bazel; --remote URL adds a remote tier (remote check tests it).
             """,
+        version: BlobCache.version,
         subcommands: [Put.self, Get.self, Remove.self, List.self, Stat.self, Import.self, Export.self,
                       Expire.self, Evict.self, Clear.self, Fsck.self, Compact.self, Config.self] + networkCommands)
 

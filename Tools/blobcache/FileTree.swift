@@ -24,6 +24,10 @@ enum FileTree {
         /// Entries not taken because their names are not UTF-8 (so no key can name them),
         /// relative to the root, with each byte that is not UTF-8 shown as `\xNN`.
         var notUTF8: [String] = []
+        /// Symbolic links passed over (never followed).
+        var links = 0
+        /// Pipes, sockets and devices passed over.
+        var special = 0
     }
 
     /// The regular files under `root`. An entry removed while the walk runs is passed over; a
@@ -65,7 +69,9 @@ enum FileTree {
                 switch try kind(entry.pointee.d_type, of: root + "/" + path) {
                 case .file: listing.files.append(path)
                 case .directory: pending.append(path)
-                case .other: continue   // links, devices, sockets, pipes, and entries gone meanwhile
+                case .link: listing.links += 1
+                case .special: listing.special += 1
+                case .other: continue   // entries gone meanwhile
                 }
             }
         }
@@ -105,12 +111,14 @@ enum FileTree {
         return bytes
     }
 
-    private enum Kind { case file, directory, other }
+    private enum Kind { case file, directory, link, special, other }
 
     private static func kind(_ type: UInt8, of path: String) throws -> Kind {
         switch Int32(type) {
         case Int32(DT_REG): return .file
         case Int32(DT_DIR): return .directory
+        case Int32(DT_LNK): return .link
+        case Int32(DT_FIFO), Int32(DT_SOCK), Int32(DT_CHR), Int32(DT_BLK): return .special
         case Int32(DT_UNKNOWN):
             var info = stat()
             guard lstat(path, &info) == 0 else {
@@ -120,7 +128,8 @@ enum FileTree {
             switch info.st_mode & S_IFMT {
             case S_IFREG: return .file
             case S_IFDIR: return .directory
-            default: return .other
+            case S_IFLNK: return .link
+            default: return .special
             }
         default: return .other
         }

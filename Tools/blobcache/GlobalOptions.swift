@@ -41,6 +41,12 @@ struct GlobalOptions: ParsableArguments {
         valueName: "PATH"))
     var keyFile: String?
 
+    @Flag(name: [.customShort("q"), .long], help: "Print no warnings and no progress on standard error (errors still are).")
+    var quiet = false
+
+    @Flag(name: [.customShort("v"), .long], help: "Print the library's debug lines on standard error too.")
+    var verbose = false
+
 #if BLOBCACHE_NETWORK
     @Option(help: ArgumentHelp(
         "A remote tier shared with other machines: http://HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), or redis://HOST:PORT/PREFIX. Misses fall through to it; puts and removes reach it.",
@@ -56,6 +62,9 @@ struct GlobalOptions: ParsableArguments {
     /// The options that take a value, as `hoisted` moves them.
     static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--compression", "--wait", "--namespace", "--remote",
                                       "--key-file", "--remote-key-file"]
+
+    /// The global options that take no value, as `hoisted` moves them.
+    static let flags: Set<String> = ["-q", "--quiet", "-v", "--verbose"]
 
     /// Commands whose subcommand comes next (`remote check`): hoisted options go after both.
     static let groups: Set<String> = ["remote"]
@@ -75,9 +84,9 @@ struct GlobalOptions: ParsableArguments {
         while index < arguments.count {
             let argument = arguments[index]
             let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
-            guard valued.contains(name) else { break }
+            guard valued.contains(name) || flags.contains(argument) else { break }
             if name == "--max-size" || name == "--max-entries" { caps.append(name) }
-            index += argument.contains("=") ? 1 : 2
+            index += argument.contains("=") || flags.contains(argument) ? 1 : 2
         }
         return index < arguments.count && arguments[index] == "config" ? caps.first : nil
     }
@@ -89,9 +98,9 @@ struct GlobalOptions: ParsableArguments {
         while index < arguments.count {
             let argument = arguments[index]
             let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
-            guard valued.contains(name) else { break }
+            guard valued.contains(name) || flags.contains(argument) else { break }
             leading.append(argument)
-            if !argument.contains("="), index + 1 < arguments.count {
+            if valued.contains(name), !argument.contains("="), index + 1 < arguments.count {
                 leading.append(arguments[index + 1])
                 index += 1
             }
@@ -158,6 +167,7 @@ struct GlobalOptions: ParsableArguments {
         if let codec { configuration.codec = codec }
         configuration.lockTimeout = try lockTimeout
         configuration.encryption = try encryption
+        configuration.logger = CommandLog.logger(quiet: quiet, verbose: verbose)
 #if BLOBCACHE_NETWORK
         configuration.remote = try remoteStore()
         if let remoteKeyFile {

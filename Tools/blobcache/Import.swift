@@ -18,6 +18,7 @@ struct Import: ParsableCommand {
     func run() throws {
         var files: [ImportFiles.File] = []
         var notUTF8: [String] = []
+        var links = 0, special = 0
         for argument in paths {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
@@ -36,6 +37,7 @@ struct Import: ParsableCommand {
             }
             files += listing.files.map { .init(key: prefix + $0, path: root + "/" + $0, followingLink: false) }
             notUTF8 += listing.notUTF8.map { root + "/" + $0 }
+            (links, special) = (links + listing.links, special + listing.special)
         }
         for path in notUTF8 { Failure.say("skipping \(path): its name is not UTF-8, so no key can name it") }
         // A key two PATHs both hold takes the later PATH's file. Keys are told apart by their
@@ -46,8 +48,9 @@ struct Import: ParsableCommand {
         // near in the packs, which an export (in key order) then reads in sequence.
         let unique = latest.values.map { files[$0] }.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         let cache = try global.open(for: .filling)
-        let total = unique.count, terminal = Output.isTerminal
+        let total = unique.count, terminal = Output.isTerminal, quiet = global.quiet
         let outcome = ImportFiles(files: unique, space: global.keySpace(of: cache)).run { done in
+            if quiet { return }
             if terminal {
                 if done % 64 == 0 || done == total { Output.progress(done, of: total, label: "import") }
             } else if done % 1000 == 0 {
@@ -66,8 +69,12 @@ struct Import: ParsableCommand {
         }
         let totals = try Failure.running { try cache.totals() }
         try Failure.running { try cache.close() }
+        var skipped: [String] = []
+        if !notUTF8.isEmpty { skipped.append("\(notUTF8.count) not UTF-8") }
+        if links > 0 { skipped.append("\(links) symbolic \(links == 1 ? "link" : "links")") }
+        if special > 0 { skipped.append("\(special) \(special == 1 ? "pipe, socket or device" : "pipes, sockets or devices")") }
         print("imported \(total) files, \(bytes) bytes; cache holds \(totals.entries) entries, \(totals.storedBytes) bytes stored"
-              + (notUTF8.isEmpty ? "" : "; skipped \(notUTF8.count)"))
+              + (skipped.isEmpty ? "" : "; skipped " + skipped.joined(separator: ", ")))
         if !notUTF8.isEmpty { throw ExitCode(Failure.error) }
     }
 }

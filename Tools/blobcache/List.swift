@@ -8,6 +8,7 @@ struct List: ParsableCommand {
         abstract: "List entries, least recently used first: key, blob id, size, stored size, expiry, last access.",
         discussion: "Tab-separated; tab, newline and backslash in a key are shown as \\t, \\n, \\\\. --json prints an array of objects (keys unescaped).")
 
+    @Argument(help: "List only the keys that start with PREFIX (compared byte by byte).") var prefix: String?
     @Flag(help: "Print a JSON array.") var json = false
     @Flag(help: "List the namespaces instead: name, entries, distinct blobs, logical bytes, stored bytes.")
     var namespaces = false
@@ -34,7 +35,8 @@ struct List: ParsableCommand {
     func run() throws {
         if namespaces { return try listNamespaces() }
         let cache = try global.open(for: .reading)
-        let entries = try Failure.running { try global.keySpace(of: cache).entries() }
+        let all = try Failure.running { try global.keySpace(of: cache).entries() }
+        let entries = prefix.map { prefix in all.filter { $0.key.utf8.starts(with: prefix.utf8) } } ?? all
         try Failure.running { try cache.close() }
         let rows = entries.map {
             Row(key: $0.key, blob: $0.blobID.hex, size: $0.size, storedSize: $0.storedSize,

@@ -1,0 +1,43 @@
+import Foundation
+import Logging
+
+/// What the library logs while a command runs, on standard error as `blobcache: LEVEL: message`
+/// (with its details in parentheses): warnings (a remote that failed, a damaged blob dropped)
+/// by default, nothing with `-q`, debug lines too with `-v`. A message is printed once per
+/// command, however often it is logged: a remote that is down says so once, not per key.
+///
+///     configuration.logger = CommandLog.logger(quiet: false, verbose: true)
+struct CommandLog: LogHandler {
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+    private let printed: Printed
+
+    /// The messages printed so far (shared by every copy of the handler).
+    final class Printed: @unchecked Sendable {
+        private let lock = NSLock()
+        private var seen = Set<String>()
+        func first(_ line: String) -> Bool { lock.withLock { seen.insert(line).inserted } }
+    }
+
+    /// The logger a command gives the cache: warnings, none (`quiet`) or debug (`verbose`).
+    static func logger(quiet: Bool, verbose: Bool) -> Logger {
+        let printed = Printed()
+        var logger = Logger(label: "blobcache") { _ in CommandLog(logLevel: .warning, printed: printed) }
+        logger.logLevel = quiet ? .critical : verbose ? .debug : .warning
+        return logger
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?,
+             source: String, file: String, function: String, line: UInt) {
+        guard printed.first("\(level)\(message)") else { return }
+        let details = self.metadata.merging(metadata ?? [:]) { $1 }
+            .sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+        let text = "blobcache: \(level): \(message)" + (details.isEmpty ? "" : " (\(details))") + "\n"
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
