@@ -54,4 +54,21 @@ struct RemoteCLITests {
         let none = try runProgram(blobcacheTool, ["--dir", scratch.path, "remote", "check"])
         #expect(none.status == 64, "\(none.error)")
     }
+
+    @Test("a remote that is down: the put succeeds, with one warning line on standard error; -q keeps it quiet")
+    func remoteWarnings() throws {
+        let scratch = Scratch()
+        let file = scratch.sub("value")
+        try Data("v".utf8).write(to: URL(fileURLWithPath: file))
+        // Port 1 on loopback: nothing listens, so every call is refused at once.
+        let remote = ["--remote", "redis://127.0.0.1:1/down", "--dir", scratch.sub("a")]
+        let put = try runProgram(blobcacheTool, remote + ["put", "k", file])
+        #expect(put.status == 0)
+        let warnings = put.error.split(separator: "\n")
+        #expect(warnings.count == 1 && warnings[0].hasPrefix("blobcache: warning: remote store failed"), "\(put.error)")
+        let quiet = try runProgram(blobcacheTool, ["-q"] + remote + ["put", "k2", file])
+        #expect(quiet.status == 0 && quiet.error.isEmpty)
+        let miss = try runProgram(blobcacheTool, remote + ["get", "absent"])
+        #expect(miss.status == 1 && miss.error.split(separator: "\n").count == 2, "one warning and the miss: \(miss.error)")
+    }
 }

@@ -14,6 +14,8 @@ struct Export: ParsableCommand {
             """)
 
     @Argument(help: "The directory to write into (created when missing).") var destination: String
+    @Option(help: ArgumentHelp("Export only the keys that start with P, each under its key without P (import --prefix P undone).",
+                               valueName: "P")) var prefix = ""
     @OptionGroup var global: GlobalOptions
 
     /// Whether a key is a safe relative path inside the destination: split at every `/` byte
@@ -31,8 +33,11 @@ struct Export: ParsableCommand {
     func run() throws {
         let cache = try global.open(for: .reading)
         let space = global.keySpace(of: cache)
-        let plan = ExportPlan(keys: try Failure.running { try space.keys() }, destination: destination)
-        let writer = try Failure.running { try ExportWriter(destination: destination) { try space.bytes(forKey: $0) } }
+        let prefix = self.prefix
+        let keys = try Failure.running { try space.keys() }.filter { $0.utf8.starts(with: prefix.utf8) }
+            .map { String(decoding: $0.utf8.dropFirst(prefix.utf8.count), as: UTF8.self) }
+        let plan = ExportPlan(keys: keys, destination: destination)
+        let writer = try Failure.running { try ExportWriter(destination: destination) { try space.bytes(forKey: prefix + $0) } }
         let outcomes = writer.export(plan.accepted)
         var skipped = plan.refused.count, written = 0
         for (key, reason) in plan.refused { Failure.say("skipping key '\(BlobCache.escapedKey(key))': \(reason)") }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlobCache
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,19 +19,40 @@ struct Expire: ParsableCommand {
 
 struct Evict: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Evict least recently used entries until stored bytes are at most SIZE (e.g. 500M, 2G).")
+        abstract: "Evict least recently used entries until stored bytes are at most SIZE (e.g. 500M, 2G), or those unused for DURATION (e.g. 1d).",
+        discussion: "--older-than evicts every entry not read or written for DURATION (a number and s, m, h, d or w; ccache's --evict-older-than), of every namespace; pinned entries never.")
     @Option(name: .customLong("to"), help: ArgumentHelp("The size to trim to.", valueName: "SIZE"), transform: Size.parse)
-    var size: Int
+    var size: Int?
+    @Option(help: ArgumentHelp("Evict the entries unused for this long: 90s, 30m, 12h, 1d, 2w.", valueName: "DURATION"),
+            transform: Evict.duration)
+    var olderThan: Double?
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
-        if size <= 0 { throw ValidationError("--to must be positive") }
+        if size == nil && olderThan == nil { throw ValidationError("give --to SIZE, --older-than DURATION, or both") }
+        if let size, size <= 0 { throw ValidationError("--to must be positive") }
+    }
+
+    /// Seconds in `text`: a positive number and a unit, s, m, h, d or w (seconds without one).
+    static func duration(_ text: String) throws -> Double {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+        let unit = text.last.flatMap { units[$0] }
+        guard let number = Double(unit == nil ? text : String(text.dropLast())), number.isFinite, number > 0,
+              number * (unit ?? 1) <= 1e12 else {
+            throw ValidationError("--older-than takes a positive number and s, m, h, d or w (90s, 30m, 12h, 1d, 2w), got '\(text)'")
+        }
+        return number * (unit ?? 1)
     }
 
     func run() throws {
         let cache = try global.open(for: .filling)
         let before = try Failure.running { try cache.totals() }
-        try Failure.running { try cache.setLimits(.init(maxStoredBytes: size, maxEntries: before.limits.maxEntries)) }
+        if let olderThan {
+            try Failure.running { try cache.evictEntries(unusedSince: Date().addingTimeInterval(-olderThan)) }
+        }
+        if let size {
+            try Failure.running { try cache.setLimits(.init(maxStoredBytes: size, maxEntries: before.limits.maxEntries)) }
+        }
         let after = try Failure.running { try cache.totals() }
         try Failure.running { try cache.close() }
         print("evicted \(before.entries - after.entries) entries; \(after.storedBytes) bytes stored")

@@ -12,6 +12,8 @@ struct Stat: ParsableCommand {
             """)
 
     @Flag(help: "Print one JSON object.") var json = false
+    @Flag(help: "Set the statistics to zero (every open's, as ccache -z does) after printing them; entries are untouched.")
+    var reset = false
     @OptionGroup var global: GlobalOptions
 
     struct Report: Encodable {
@@ -57,8 +59,9 @@ struct Stat: ParsableCommand {
             let figures = try Failure.running { try cache.namespace(name).totals() }
             namespaces = [name: figures]
         }
-        try Failure.running { try cache.close() }
         let lifetime = cache.statistics().lifetime
+        if reset { try Failure.running { try cache.resetStatistics() } }
+        try Failure.running { try cache.close() }
         let statistics = Statistics(lifetime)
         let report = Report(
             directory: cache.directory, entries: totals.entries, blobs: totals.blobs, logicalBytes: totals.logicalBytes,

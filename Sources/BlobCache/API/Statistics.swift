@@ -43,6 +43,21 @@ extension BlobCache {
     }
 }
 
+extension BlobCache {
+    /// Sets every statistic to zero: this open's, and the lifetime counts saved in `DIR/stats`
+    /// for every open (as `ccache -z` does). Entries are untouched.
+    ///
+    ///     try cache.resetStatistics()
+    public func resetStatistics() throws {
+        try withEngine { engine in
+            engine.counters = Counters()
+            engine.savedCounters = Counters()
+            try Counters().save(in: engine.files, io: engine.io)
+        }
+        remote?.resetCounters()
+    }
+}
+
 extension CacheEngine {
     /// This open's counts and the lifetime ones.
     var statistics: BlobCache.Statistics {

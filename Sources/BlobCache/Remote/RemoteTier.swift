@@ -66,6 +66,9 @@ final class RemoteTier: Sendable {
 
     var counters: RemoteCounters { state.withLock { $0.counters } }
 
+    /// Sets every count to zero (`BlobCache.resetStatistics()`).
+    func resetCounters() { state.withLock { $0.counters = RemoteCounters() } }
+
     // MARK: Reads
 
     /// The value the remote holds for `key`, unexpired and checked; `nil` on a miss, on damage
