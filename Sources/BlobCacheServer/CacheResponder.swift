@@ -128,9 +128,9 @@ struct CacheResponder: Sendable {
     /// The cache's figures as JSON.
     private func status(headOnly: Bool) async -> Reply {
         let cache = self.cache
-        let figures = StatusReport.ServerFigures(listen: listen(), maxBodyBytes: maxBodyBytes, requests: requests.value)
+        let figures = BlobCache.StatisticsReport.Server(listen: listen(), maxBodyBytes: maxBodyBytes, requests: requests.value)
         do {
-            let json = try await DiskQueue.run { try StatusReport(cache: cache, server: figures).json() }
+            let json = try await DiskQueue.run { try StatusReport.json(cache: cache, server: figures) }
             return Reply(status: .ok, contentType: "application/json", body: ByteBuffer(bytes: json), headOnly: headOnly)
         } catch {
             return failure(error, key: "status")

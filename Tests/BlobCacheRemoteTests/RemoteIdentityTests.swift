@@ -146,6 +146,6 @@ struct RemoteIdentityTests {
         #expect(get.status == 1 && get.output.isEmpty)
         let stat = try runProgram(blobcacheTool, ["--dir", scratch.sub("b"), "stat", "--json"])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(stat.output.utf8)) as? [String: Any])
-        #expect((json["statistics"] as? [String: Any])?["remoteRejections"] as? Int == 1)
+        #expect((json["lifetime"] as? [String: Any])?["remoteRejections"] as? Int == 1)
     }
 }

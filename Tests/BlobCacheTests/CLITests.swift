@@ -132,8 +132,9 @@ struct CLITests {
         }
         let json = try JSONSerialization.jsonObject(with: try cli.run(["stat", "--json"]).stdout) as! [String: Any]
         #expect(json["entries"] as? Int == 2 && json["blobs"] as? Int == 1)
-        #expect(json["dedupSavedBytes"] as? Int == 10_000)
-        #expect((json["counters"] as? [String: Any])?["sets"] as? Int == 2, "counters persist across invocations")
+        #expect(json["deduplicationSavings"] as? Int == 10_000)
+        #expect(json["schemaVersion"] as? Int == 1)
+        #expect((json["lifetime"] as? [String: Any])?["sets"] as? Int == 2, "counters persist across invocations")
     }
 
     @Test("--namespace isolates keys for put, get, rm, ls and clear; ls --namespaces and stat show their figures and statistics")
@@ -149,8 +150,8 @@ struct CLITests {
         #expect(try cli.run(["--namespace", "thumbs", "ls"]).output.split(separator: "\n").map { $0.prefix(2) } == ["j\t", "k\t"], "least recently used first")
         #expect(try cli.run(["ls", "--namespaces"]).output.hasPrefix("thumbs\t2\t2\t"))
         let stat = try JSONSerialization.jsonObject(with: cli.run(["stat", "--json"]).stdout) as? [String: Any]
-        let statistics = stat?["statistics"] as? [String: Any]
-        #expect(statistics?["hits"] as? Int == 2 && statistics?["sets"] as? Int == 3 && statistics?["dedupedSets"] as? Int == 1)
+        let statistics = stat?["lifetime"] as? [String: Any]
+        #expect(statistics?["hits"] as? Int == 2 && statistics?["sets"] as? Int == 3 && statistics?["deduplicatedSets"] as? Int == 1)
         #expect((stat?["namespaces"] as? [String: [String: Int]])?["thumbs"]?["entries"] == 2)
         #expect(try cli.run(["stat"]).output.contains("namespace thumbs: 2 entries"))
         #expect(try cli.run(["--namespace", "thumbs", "rm", "j"]).status == 0)

@@ -47,7 +47,7 @@ struct CLIVerbTests {
         #expect(try cli.run(["get", "missing"]).status == 1)
         func statistics() throws -> [String: Any] {
             let json = try JSONSerialization.jsonObject(with: try cli.run(["stat", "--json"]).stdout) as? [String: Any]
-            return json?["statistics"] as? [String: Any] ?? [:]
+            return json?["lifetime"] as? [String: Any] ?? [:]
         }
         #expect(try statistics()["hits"] as? Int == 1 && statistics()["sets"] as? Int == 1)
         #expect(try cli.run(["stat", "--reset"]).status == 0)

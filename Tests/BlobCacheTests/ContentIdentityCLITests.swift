@@ -19,7 +19,7 @@ struct ContentIdentityCLITests {
         #expect(missing.status == 1 && missing.stdout.isEmpty)
         #expect(try cli.run(["fsck"]).status == 0)
         let stat = try cli.run(["stat", "--json"])
-        let statistics = try #require(try JSONSerialization.jsonObject(with: stat.stdout) as? [String: Any])["statistics"] as? [String: Any]
+        let statistics = try #require(try JSONSerialization.jsonObject(with: stat.stdout) as? [String: Any])["lifetime"] as? [String: Any]
         #expect(statistics?["contentCollisions"] as? Int == 1)
     }
 

@@ -21,6 +21,24 @@ struct DeferredRestoreTests {
 
     private func isDeferred(_ cache: BlobCache) -> Bool { cache.state.withLock { $0?.pendingRestore != nil } }
 
+    @Test("a loose value read from the mapped snapshot leaves the restore deferred too")
+    func looseGetBeforeRestore() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        try populate(dir, clock: clock)
+        let large = Samples.random(100_000, seed: 77)
+        do {
+            let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.snapshotThreshold = 0 })
+            try cache.set(large, forKey: "loose")
+            try cache.close()
+        }
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        #expect(isDeferred(cache))
+        #expect(try cache.bytes(forKey: "loose") == large)
+        #expect(isDeferred(cache), "checking that no blob was released since the read began restores nothing")
+        try cache.close()
+    }
+
     @Test("gets are answered from the mapped snapshot; the first write restores it, with their recency")
     func getsBeforeRestore() throws {
         let dir = TemporaryDirectory()

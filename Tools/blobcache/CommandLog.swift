@@ -2,15 +2,19 @@ import Foundation
 import Logging
 
 /// What the library logs while a command runs, on standard error as `blobcache: LEVEL: message`
-/// (with its details in parentheses): warnings (a remote that failed, a damaged blob dropped)
-/// by default, nothing with `-q`, debug lines too with `-v`. A message is printed once per
-/// command, however often it is logged: a remote that is down says so once, not per key.
+/// (with its details in parentheses): the remote tier's warnings (a remote that failed or
+/// returned something refused) by default, nothing with `-q`, everything from debug up with
+/// `-v`. The commands report what they meet themselves (a damaged value is `get`'s error, an
+/// `export`'s skipped key), so the library's other warnings would say it twice. A message is
+/// printed once per command: a remote that is down says so once, not per key.
 ///
 ///     configuration.logger = CommandLog.logger(quiet: false, verbose: true)
 struct CommandLog: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
     private let printed: Printed
+    /// Print every message at `logLevel` and above, not only the remote tier's (`-v`).
+    var everything = false
 
     /// The messages printed so far (shared by every copy of the handler).
     final class Printed: @unchecked Sendable {
@@ -22,7 +26,7 @@ struct CommandLog: LogHandler {
     /// The logger a command gives the cache: warnings, none (`quiet`) or debug (`verbose`).
     static func logger(quiet: Bool, verbose: Bool) -> Logger {
         let printed = Printed()
-        var logger = Logger(label: "blobcache") { _ in CommandLog(logLevel: .warning, printed: printed) }
+        var logger = Logger(label: "blobcache") { _ in CommandLog(logLevel: .warning, printed: printed, everything: verbose) }
         logger.logLevel = quiet ? .critical : verbose ? .debug : .warning
         return logger
     }
@@ -34,10 +38,11 @@ struct CommandLog: LogHandler {
 
     func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?,
              source: String, file: String, function: String, line: UInt) {
-        guard printed.first("\(level)\(message)") else { return }
         let details = self.metadata.merging(metadata ?? [:]) { $1 }
+        guard everything || details["remote"] != nil, printed.first("\(level)\(message)") else { return }
+        let text = details
             .sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-        let text = "blobcache: \(level): \(message)" + (details.isEmpty ? "" : " (\(details))") + "\n"
-        FileHandle.standardError.write(Data(text.utf8))
+        let line = "blobcache: \(level): \(message)" + (text.isEmpty ? "" : " (\(text))") + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 }

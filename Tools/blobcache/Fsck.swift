@@ -50,7 +50,7 @@ struct Fsck: ParsableCommand {
         let report = try Failure.opening { try BlobCache.check(directory: global.resolvedDirectory, options: options) }
         let summary = Summary(errors: report.errors.count, notes: report.notes.count, entriesChecked: report.entriesChecked,
                               blobsChecked: report.blobsChecked, bytesChecked: report.bytesChecked, repaired: report.repaired,
-                              errorsLeft: report.errorsLeft.count, exitCode: report.exitCode)
+                              errorsLeft: report.repaired ? report.errorsLeft.count : report.errors.count, exitCode: report.exitCode)
         if json {
             try Output.json(Report(findings: report.findings, summary: summary))
         } else {

@@ -8,7 +8,9 @@ struct Stat: ParsableCommand {
         discussion: """
             Statistics are the cache's lifetime figures (every open that closed cleanly): hits, misses, memory hits, \
             sets, deduplicated sets, evictions, expirations, bytes read and written, hit ratio. Namespaces: entries, \
-            distinct blobs and bytes of each. With --namespace, the figures of that namespace alone.
+            distinct blobs and bytes of each. With --namespace, the figures of that namespace alone. \
+            --json prints one object in the schema serve's GET /status answers with (docs/statistics.schema.json, \
+            "schemaVersion": 1): lifetime and sinceOpen counts, journal, limits, remote, namespaces.
             """)
 
     @Flag(help: "Print one JSON object.") var json = false
@@ -16,85 +18,41 @@ struct Stat: ParsableCommand {
     var reset = false
     @OptionGroup var global: GlobalOptions
 
-    struct Report: Encodable {
-        let directory: String
-        let entries: Int
-        let blobs: Int
-        let logicalBytes: Int
-        let storedBytes: Int
-        let compressionRatio: Double
-        let dedupSavedBytes: Int
-        let deadPackBytes: Int
-        let journalBytes: Int
-        let journalRecords: Int
-        let journalRedundantRecords: Int
-        let maxSize: Int?
-        let maxEntries: Int?
-        let counters: BlobCache.Counters
-        let statistics: Statistics
-        let namespaces: [String: BlobCache.Namespace.Totals]
-    }
-
-    /// The lifetime statistics, as `--json` prints them.
-    struct Statistics: Encodable {
-        let hits, misses, memoryHits, sets, dedupedSets, evictions, expirations, bytesRead, bytesWritten: Int
-        let contentCollisions, remoteRejections: Int
-        let hitRatio: Double
-
-        init(_ counters: BlobCache.Counters) {
-            (hits, misses, memoryHits, sets) = (counters.hits, counters.misses, counters.memoryHits, counters.sets)
-            (dedupedSets, evictions, expirations) = (counters.dedupedSets, counters.evictions, counters.expirations)
-            (bytesRead, bytesWritten) = (counters.bytesRead, counters.bytesWritten)
-            contentCollisions = counters.contentCollisions
-            remoteRejections = counters.remoteRejections
-            hitRatio = (counters.hitRatio * 10_000).rounded() / 10_000
-        }
-    }
-
     func run() throws {
         let cache = try global.open(for: .reading)
-        let totals = try Failure.running { try cache.totals() }
-        var namespaces = try Failure.running { try cache.namespaceTotals() }
+        var report = try Failure.running { try cache.statisticsReport() }
         if let name = global.namespace {
-            let figures = try Failure.running { try cache.namespace(name).totals() }
-            namespaces = [name: figures]
+            report.namespaces = [name: try Failure.running { try cache.namespace(name).totals() }]
         }
-        let lifetime = cache.statistics().lifetime
         if reset { try Failure.running { try cache.resetStatistics() } }
         try Failure.running { try cache.close() }
-        let statistics = Statistics(lifetime)
-        let report = Report(
-            directory: cache.directory, entries: totals.entries, blobs: totals.blobs, logicalBytes: totals.logicalBytes,
-            storedBytes: totals.storedBytes, compressionRatio: (totals.compressionRatio * 1000).rounded() / 1000,
-            dedupSavedBytes: totals.deduplicationSavings, deadPackBytes: totals.deadPackBytes,
-            journalBytes: totals.journalBytes, journalRecords: totals.journalRecords,
-            journalRedundantRecords: totals.redundantJournalRecords, maxSize: totals.limits.maxStoredBytes,
-            maxEntries: totals.limits.maxEntries, counters: lifetime, statistics: statistics, namespaces: namespaces)
         if json { return try Output.json(report) }
-        let redundancy = totals.journalRecords == 0 ? 0 : 100 * totals.redundantJournalRecords / totals.journalRecords
+        let counts = report.lifetime
+        let journal = report.journal
+        let redundancy = journal.records == 0 ? 0 : 100 * journal.redundantRecords / journal.records
         print("""
-            directory:          \(report.directory)
+            directory:          \(report.directory ?? "")
             entries:            \(report.entries)
             blobs:              \(report.blobs)
             logical bytes:      \(report.logicalBytes) (\(Size.format(report.logicalBytes)))
             stored bytes:       \(report.storedBytes) (\(Size.format(report.storedBytes)))
-            compression ratio:  \(String(format: "%.2f", totals.compressionRatio))
-            dedup savings:      \(report.dedupSavedBytes) bytes
+            compression ratio:  \(String(format: "%.2f", report.compressionRatio))
+            dedup savings:      \(report.deduplicationSavings) bytes
             dead pack bytes:    \(report.deadPackBytes)
-            journal:            \(report.journalBytes) bytes, \(report.journalRecords) records, \(redundancy)% redundant
-            max size:           \(report.maxSize.map { "\($0) (\(Size.format($0)))" } ?? "none")
-            max entries:        \(report.maxEntries.map(String.init) ?? "none")
-            hits:               \(statistics.hits) (\(statistics.memoryHits) from memory), hit ratio \(String(format: "%.4f", statistics.hitRatio))
-            misses:             \(statistics.misses)
-            sets:               \(statistics.sets) (\(statistics.dedupedSets) deduplicated)
-            refused collisions: \(statistics.contentCollisions)
-            remote rejections:  \(statistics.remoteRejections)
-            evictions:          \(statistics.evictions)
-            expirations:        \(statistics.expirations)
-            bytes read:         \(statistics.bytesRead) (\(Size.format(statistics.bytesRead)))
-            bytes written:      \(statistics.bytesWritten) (\(Size.format(statistics.bytesWritten)))
+            journal:            \(journal.bytes) bytes, \(journal.records) records, \(redundancy)% redundant
+            max size:           \(report.limits.maxSize.map { "\($0) (\(Size.format($0)))" } ?? "none")
+            max entries:        \(report.limits.maxEntries.map(String.init) ?? "none")
+            hits:               \(counts.hits) (\(counts.memoryHits) from memory), hit ratio \(String(format: "%.4f", counts.hitRatio))
+            misses:             \(counts.misses)
+            sets:               \(counts.sets) (\(counts.deduplicatedSets) deduplicated)
+            refused collisions: \(counts.contentCollisions)
+            remote rejections:  \(counts.remoteRejections)
+            evictions:          \(counts.evictions)
+            expirations:        \(counts.expirations)
+            bytes read:         \(counts.bytesRead) (\(Size.format(counts.bytesRead)))
+            bytes written:      \(counts.bytesWritten) (\(Size.format(counts.bytesWritten)))
             """)
-        for (name, figures) in namespaces.sorted(by: { $0.key < $1.key }) {
+        for (name, figures) in report.namespaces.sorted(by: { $0.key < $1.key }) {
             print("namespace \(BlobCache.escapedKey(name)): \(figures.entries) entries, \(figures.blobs) blobs, "
                   + "\(figures.logicalBytes) logical bytes, \(figures.storedBytes) stored bytes")
         }

@@ -462,13 +462,24 @@ public final class BlobCache: Sendable {
             // A loose file is found by its id alone: when a blob was released (here or in
             // another open) since the ticket, another value with the same MD5 may have taken
             // the id, and the file read may be it. Read again under the lock, by the key.
-            if case .loose? = ticket.location, try lookup({ $0.releases }) != ticket.releases {
+            if case .loose? = ticket.location, try !nothingReleased(since: ticket) {
                 return try readAgainUnderLock(ticket, key: key)
             }
             if ticket.remember { remember(value, id: ticket.info.id, releases: ticket.releases) }
             return value
         case .failure:
             return try readAgainUnderLock(ticket, key: key)
+        }
+    }
+
+    /// Whether no blob was released since `ticket`, here or in another open: the index caught
+    /// up with every committed record and no writer inside (`isCurrent`: a writer between its
+    /// release and its commit would otherwise go unseen), and `releases` unmoved. Does not
+    /// finish a deferred restore (nothing local is released before one: every write restores first).
+    private func nothingReleased(since ticket: CacheEngine.ReadTicket) throws -> Bool {
+        try withOpenEngine(restoringFirst: false) { engine in
+            if !engine.isCurrent, engine.pendingRestore == nil { _ = engine.catchUpWithoutLock() }
+            return engine.isCurrent && engine.releases == ticket.releases
         }
     }
 

@@ -90,7 +90,22 @@ extension BlobCache {
 
         private enum CodingKeys: String, CodingKey {
             case hits, misses, memoryHits, bytesRead, bytesWritten, sets, deduplicatedSets, evictions, expirations
-            case corruptReads, journalCompactions, packCollections, contentCollisions, remoteRejections
+            case corruptReads, journalCompactions, packCollections, contentCollisions, remoteRejections, hitRatio
+        }
+
+        /// Every count, and `hitRatio` (to four decimals) for whoever reads the JSON.
+        ///
+        ///     let json = try JSONEncoder().encode(counters)
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            for (key, value) in [(CodingKeys.hits, hits), (.misses, misses), (.memoryHits, memoryHits), (.bytesRead, bytesRead),
+                                 (.bytesWritten, bytesWritten), (.sets, sets), (.deduplicatedSets, deduplicatedSets),
+                                 (.evictions, evictions), (.expirations, expirations), (.corruptReads, corruptReads),
+                                 (.journalCompactions, journalCompactions), (.packCollections, packCollections),
+                                 (.contentCollisions, contentCollisions), (.remoteRejections, remoteRejections)] {
+                try container.encode(value, forKey: key)
+            }
+            try container.encode((hitRatio * 10_000).rounded() / 10_000, forKey: .hitRatio)
         }
 
         /// Decodes counts saved by any version: a count the file does not hold (written before it

@@ -45,7 +45,8 @@ extension BlobCache {
 
 extension BlobCache {
     /// Sets every statistic to zero: this open's, and the lifetime counts saved in `DIR/stats`
-    /// for every open (as `ccache -z` does). Entries are untouched.
+    /// (as `ccache -z` does). Entries are untouched. Other opens running meanwhile keep what
+    /// they counted and add it to `DIR/stats` when they close.
     ///
     ///     try cache.resetStatistics()
     public func resetStatistics() throws {
@@ -53,8 +54,8 @@ extension BlobCache {
             engine.counters = Counters()
             engine.savedCounters = Counters()
             try Counters().save(in: engine.files, io: engine.io)
+            remote?.resetCounters()
         }
-        remote?.resetCounters()
     }
 }
 

@@ -13,13 +13,14 @@ extension CacheEngine {
     }
 
     /// Evicts every unpinned entry last read or written before `cutoff` (nanoseconds since
-    /// 1970), as the size cap would; returns how many.
+    /// 1970), as the size cap would (an expired one counts as expired); returns how many.
     func evictUnused(before cutoff: Int64) -> Int {
+        let time = now()
         let stale = index.liveSlots.filter { slot in
             let entry = index.entry(at: slot)
             return !entry.pinned && entry.access < cutoff
         }
-        for slot in stale { remove(slot: slot, reason: .evicted) }
+        for slot in stale { remove(slot: slot, reason: index.entry(at: slot).expiry <= time ? .expired : .evicted) }
         return stale.count
     }
 

@@ -409,9 +409,10 @@ final class CacheEngine: @unchecked Sendable {
         // into a miss, or into the bytes read again, once the outcome is known.
         func countMiss() {
             guard key != nil else { return }
-            counters.hits -= 1
+            // Never below zero: the statistics may have been reset since the hit was counted.
+            counters.hits = max(0, counters.hits - 1)
             counters.misses += 1
-            counters.bytesRead -= info.rawLength
+            counters.bytesRead = max(0, counters.bytesRead - info.rawLength)
         }
         guard let current = blob else {
             countMiss()
