@@ -9,7 +9,7 @@ struct BlobCacheTool: ParsableCommand {
         commandName: "blobcache",
         abstract: "A content-addressed, compressed, journaled disk cache.",
         discussion: """
-            Global options (--dir, --max-size, --max-entries, --pack-threshold, --compression, --wait, --namespace, --key-file, --remote, --remote-key-file) go before or after \
+            Global options (--dir, --max-size, --max-entries, --pack-threshold, --compression, --wait, --namespace, --key-file, --remote, --remote-key-file, -q, -v) go before or after \
             the command. DIR defaults to $BLOBCACHE_DIR, else $XDG_CACHE_HOME/blobcache, else \
             ~/.cache/blobcache. SIZE takes decimal suffixes k, M, G, T (500M = 500,000,000 bytes) \
             or binary ones Ki, Mi, Gi, Ti (2Gi = 2 x 2^30).
