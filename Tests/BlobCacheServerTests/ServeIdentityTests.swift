@@ -9,16 +9,11 @@ import Testing
 struct ServeIdentityTests {
     static let curlInstalled = Run.installed("curl")
 
-    /// The public MD5 collision pair (as in the library's tests): one MD5, other bytes.
-    static let a = hex("d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70")
-    static let b = hex("d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e4888325f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70")
-
-    static func hex(_ text: String) -> [UInt8] {
-        stride(from: 0, to: text.count, by: 2).map { offset in
-            let start = text.index(text.startIndex, offsetBy: offset)
-            return UInt8(text[start..<text.index(start, offsetBy: 2)], radix: 16)!
-        }
-    }
+    /// The public MD5 collision pair (Wang and Yu, 2004), from Tests/Fixtures: one MD5, other bytes.
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+    static let a = [UInt8]((try? Data(contentsOf: fixtures.appendingPathComponent("md5-collision-a.bin"))) ?? Data())
+    static let b = [UInt8]((try? Data(contentsOf: fixtures.appendingPathComponent("md5-collision-b.bin"))) ?? Data())
 
     private func sha256Hex(_ bytes: [UInt8]) -> String {
         SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()

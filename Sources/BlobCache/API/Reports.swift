@@ -81,7 +81,11 @@ extension BlobCache {
         /// Sets whose value was already stored: `deduplicatedSets`.
         public var dedupedSets: Int { deduplicatedSets }
         /// hits / (hits + misses); 0 before the first read.
-        public var hitRatio: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
+        public var hitRatio: Double {
+            // In doubles: counts read from `DIR/stats` may be anything up to Int.max each.
+            let reads = Double(hits) + Double(misses)
+            return reads == 0 ? 0 : Double(hits) / reads
+        }
 
         /// No counts yet.
         ///

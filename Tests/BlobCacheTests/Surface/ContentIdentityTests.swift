@@ -7,31 +7,15 @@ import Crypto
 /// (79054025255fb1a26e4bc422aef54eb4). MD5 works on 64-byte blocks, so the same bytes appended
 /// to both keep the collision: `extended(by:)` makes colliding values of any size.
 enum CollisionPair {
-    static let a = bytes("""
-        d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e48883\
-        2571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd\
-        02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70
-        """)
-    static let b = bytes("""
-        d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e48883\
-        25f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd\
-        02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70
-        """)
+    /// Read from Tests/Fixtures, where every test target finds them.
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let a = [UInt8]((try? Data(contentsOf: fixtures.appendingPathComponent("md5-collision-a.bin"))) ?? Data())
+    static let b = [UInt8]((try? Data(contentsOf: fixtures.appendingPathComponent("md5-collision-b.bin"))) ?? Data())
     static let id = "79054025255fb1a26e4bc422aef54eb4"
 
     /// Both messages with `suffix` appended: still one MD5, still different bytes.
     static func extended(by suffix: [UInt8]) -> (a: [UInt8], b: [UInt8]) { (a + suffix, b + suffix) }
-
-    private static func bytes(_ hex: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            bytes.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
-        return bytes
-    }
 }
 
 @Suite("content identity: a name is never proof of equality")
