@@ -83,6 +83,9 @@ struct CLISurpriseTests {
             #expect(result.status == 2, "\(command)")
             #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("No space left on device"), "\(command): \(result.stderr)")
         }
+        // Standard error full too: the message is lost, the exit code is not, and nothing traps.
+        let noStderr = try cli.runProgram("/bin/sh", ["-c", "exec \"$0\" --dir \"$1\" get missing 2> /dev/full", tool, cli.directory])
+        #expect(noStderr.status == 1)
         #expect(try cli.run(["put", "big"], stdin: Data(Samples.random(3 << 20))).status == 0)
         let ignored = try cli.runProgram("/bin/bash", ["-c", "trap '' PIPE; \"$0\" --dir \"$1\" get big | head -c 1 > /dev/null; exit ${PIPESTATUS[0]}", tool, cli.directory])
         #expect(ignored.status == 2 && ignored.stderr.contains("Broken pipe"))

@@ -33,14 +33,14 @@ struct BlobCacheTool: ParsableCommand {
     static func main() {
         let given = Array(CommandLine.arguments.dropFirst())
         if let option = GlobalOptions.capBeforeConfig(given) {
-            FileHandle.standardError.write(Data("blobcache: \(option) before 'config' is a global option, which config does not take; to save a default cap write 'config \(option) VALUE'\n".utf8))
+            Streams.writeStandardError("blobcache: \(option) before 'config' is a global option, which config does not take; to save a default cap write 'config \(option) VALUE'\n")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
         let arguments = GlobalOptions.hoisted(given)
         Streams.checkStandardOutputAtExit()
         if let first = arguments.first, !first.hasPrefix("-"), first != "help",
            !configuration.subcommands.contains(where: { $0._commandName == first }) {
-            FileHandle.standardError.write(Data("blobcache: unknown command '\(first)'; see 'blobcache --help'\n".utf8))
+            Streams.writeStandardError("blobcache: unknown command '\(first)'; see 'blobcache --help'\n")
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
         main(arguments)

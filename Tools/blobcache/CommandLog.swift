@@ -43,6 +43,6 @@ struct CommandLog: LogHandler {
         let text = details
             .sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         let line = "blobcache: \(level): \(message)" + (text.isEmpty ? "" : " (\(text))") + "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        Streams.writeStandardError(line)
     }
 }

@@ -46,7 +46,7 @@ struct Fsck: ParsableCommand {
             options.limits = .init(maxStoredBytes: global.maxSize ?? saved.maxStoredBytes,
                                    maxEntries: global.maxEntries ?? saved.maxEntries)
         }
-        if Output.isTerminal && !json && !global.quiet { FileHandle.standardError.write(Data("fsck: checking \(global.resolvedDirectory)…\n".utf8)) }
+        if Output.isTerminal && !json && !global.quiet { Streams.writeStandardError("fsck: checking \(global.resolvedDirectory)…\n") }
         let report = try Failure.opening { try BlobCache.check(directory: global.resolvedDirectory, options: options) }
         let summary = Summary(errors: report.errors.count, notes: report.notes.count, entriesChecked: report.entriesChecked,
                               blobsChecked: report.blobsChecked, bytesChecked: report.bytesChecked, repaired: report.repaired,

@@ -233,7 +233,7 @@ enum Failure {
 
     /// Prints `blobcache: message` on standard error.
     static func say(_ message: String) {
-        FileHandle.standardError.write(Data("blobcache: \(message)\n".utf8))
+        Streams.writeStandardError("blobcache: \(message)\n")
     }
 
     /// Runs an open: any failure exits 8 with its message.

@@ -54,7 +54,7 @@ struct Import: ParsableCommand {
             if terminal {
                 if done % 64 == 0 || done == total { Output.progress(done, of: total, label: "import") }
             } else if done % 1000 == 0 {
-                FileHandle.standardError.write(Data("import: \(done)/\(total) files\n".utf8))
+                Streams.writeStandardError("import: \(done)/\(total) files\n")
             }
         }
         let bytes: Int

@@ -23,7 +23,7 @@ enum Output {
         let width = 30
         let filled = total == 0 ? width : width * done / total
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)".utf8))
-        if done == total { FileHandle.standardError.write(Data("\n".utf8)) }
+        Streams.writeStandardError("\r\(label) [\(bar)] \(done)/\(total)")
+        if done == total { Streams.writeStandardError("\n") }
     }
 }

@@ -71,8 +71,9 @@ struct Serve: ParsableCommand {
         let configuration = CacheServer.Configuration(
             address: address, maxBodyBytes: maxBody, logger: CacheServer.standardErrorLogger(level: level),
             onListening: { bound in
-                // Unbuffered: a script (or test) waiting for this line gets it at once.
-                FileHandle.standardOutput.write(Data("blobcache serve: listening on http://\(bound)\n".utf8))
+                // Unbuffered: a script (or test) waiting for this line gets it at once. A closed or
+                // full standard output is said once on standard error; the server goes on serving.
+                _ = try? Streams.writeStandardOutput("blobcache serve: listening on http://\(bound)\n")
             })
         let server = CacheServer(cache: cache, configuration: configuration)
         let failure = Self.wait { try await server.runUntilSignalled() }

@@ -60,13 +60,20 @@ enum Streams {
     /// Writes `text` to standard output after anything `print` buffered.
     static func writeStandardOutput(_ text: String) throws { try writeStandardOutput(Array(text.utf8)) }
 
+    /// Writes `text` to standard error; a failure is ignored (there is nowhere left to say it),
+    /// never a trap.
+    static func writeStandardError(_ text: String) {
+        try? write(Array(text.utf8), to: STDERR_FILENO, named: "standard error", reporting: false)
+    }
+
     /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
-    static func write(_ bytes: [UInt8], to fd: Int32, named name: String) throws {
+    static func write(_ bytes: [UInt8], to fd: Int32, named name: String, reporting: Bool = true) throws {
         var offset = 0
         while offset < bytes.count {
             let count = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if count < 0 {
                 if errno == EINTR { continue }
+                if !reporting { throw ExitCode(Failure.error) }
                 throw failure("write to \(name)")
             }
             offset += count
