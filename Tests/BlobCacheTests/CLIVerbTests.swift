@@ -71,6 +71,18 @@ struct CLIVerbTests {
         #expect(try copy.run(["get", "shims/z/b.h"]).stdout == Data("shims/z/b.h".utf8))
     }
 
+    @Test("export tells keys apart by their bytes: a key is not 'under' a canonically equivalent key's file")
+    func exportByBytes() throws {
+        let dir = TemporaryDirectory()
+        let cli = CLI(directory: dir.appending("cache"))
+        #expect(try cli.run(["put", "caf\u{E9}"], stdin: Data("file".utf8)).status == 0)
+        #expect(try cli.run(["put", "cafe\u{301}/x"], stdin: Data("under another name".utf8)).status == 0)
+        let out = dir.appending("out")
+        let exported = try cli.run(["export", out])
+        #expect(exported.status == 0 && exported.output.hasPrefix("exported 2 entries"), "\(exported.stderr)")
+        #expect(readFile(out + "/cafe\u{301}/x") == Array("under another name".utf8))
+    }
+
     @Test("import says how many symbolic links and special files it skipped")
     func importCountsSkips() throws {
         let dir = TemporaryDirectory()

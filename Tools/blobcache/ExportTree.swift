@@ -19,7 +19,8 @@ struct ExportPlan {
     var refused: [(key: String, reason: String)] = []
 
     init(keys: [String], destination: String) {
-        let all = Set(keys)
+        // By bytes: `String` equality would take two canonically equivalent keys for one.
+        let all = Set(keys.map { Array($0.utf8) })
         for key in keys.sorted() {
             if !Export.isSafe(key) {
                 refused.append((key, "it would escape \(destination) or is not a file name"))
@@ -32,11 +33,12 @@ struct ExportPlan {
     }
 
     /// A key that is a directory of `key`'s path (`a` for `a/b`), if any: its file is there.
-    private static func keyFileAbove(_ key: String, in keys: Set<String>) -> String? {
-        var prefix = ""
+    private static func keyFileAbove(_ key: String, in keys: Set<[UInt8]>) -> String? {
+        var prefix: [UInt8] = []
         for component in key.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropLast() {
-            prefix += (prefix.isEmpty ? "" : "/") + String(decoding: component, as: UTF8.self)
-            if keys.contains(prefix) { return prefix }
+            if !prefix.isEmpty { prefix.append(UInt8(ascii: "/")) }
+            prefix += component
+            if keys.contains(prefix) { return String(decoding: prefix, as: UTF8.self) }
         }
         return nil
     }
