@@ -183,8 +183,9 @@ struct ReleasedIdentityTests {
         let id = try cache.set(Self.a, forKey: "k1")
         let fired = Locked(false)
         // Between the read's ticket and its return (outside the lock): k1 goes, the twin comes.
-        fileSystem.interposeOnOpen(before: nil, after: { path in
-            guard path.string.hasSuffix(id.hex), !fired.withLock({ let was = $0; $0 = true; return was }) else { return }
+        // Weakly: the file system belongs to the cache's configuration (no cycle to leak).
+        fileSystem.interposeOnOpen(before: nil, after: { [weak cache] path in
+            guard let cache, path.string.hasSuffix(id.hex), !fired.withLock({ let was = $0; $0 = true; return was }) else { return }
             #expect((try? cache.removeValue(forKey: "k1")) == true)
             #expect((try? cache.set(Self.b, forKey: "k2")) == id)
         })
@@ -205,8 +206,8 @@ extension ReleasedIdentityTests {
         let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.fileSystem = fileSystem })
         let id = try cache.set(Self.a, forKey: "k1")
         let fired = Locked(false)
-        fileSystem.interposeOnOpen(before: { path in
-            guard path.string.hasSuffix(id.hex), !fired.withLock({ let was = $0; $0 = true; return was }) else { return }
+        fileSystem.interposeOnOpen(before: { [weak cache] path in
+            guard let cache, path.string.hasSuffix(id.hex), !fired.withLock({ let was = $0; $0 = true; return was }) else { return }
             #expect((try? cache.removeValue(forKey: "k1")) == true)
             #expect((try? cache.set(Self.b, forKey: "k2")) == id)
         }, after: nil)
