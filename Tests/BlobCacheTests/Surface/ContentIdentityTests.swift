@@ -102,13 +102,18 @@ struct ContentIdentityTests {
         #expect(flights.running("cafe\u{301}") === second.flight)
     }
 
-    @Test("recency noted without the flock is kept per exact key")
-    func pendingAccessesByExactKey() {
-        var table: [ExactKey: Int64] = [:]
-        table[ExactKey("caf\u{E9}")] = 1
-        table[ExactKey("cafe\u{301}")] = 2
-        #expect(table.count == 2)
-        #expect(table[ExactKey("caf\u{E9}")] == 1)
+    @Test("recency noted without the flock is kept per exact key: reads of two equivalent spellings leave two pending accesses")
+    func pendingAccessesByExactKey() throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
+        try cache.set([1], forKey: "caf\u{E9}")
+        try cache.set([2], forKey: "cafe\u{301}")
+        clock.advance(by: .seconds(120))   // past the access interval: each read's access is due
+        #expect(try cache.bytes(forKey: "caf\u{E9}") == [1])
+        #expect(try cache.bytes(forKey: "cafe\u{301}") == [2])
+        #expect(cache.state.withLock { $0?.pendingAccesses.count } == 2)
+        try cache.close()
     }
 }
 
