@@ -30,7 +30,7 @@ struct CacheResponder: Sendable {
         case .key(let key, let sha256):
             switch request.method {
             case .get: return await get(key, headOnly: false, sha256: sha256)
-            case .head: return await get(key, headOnly: true)
+            case .head: return await get(key, headOnly: true, sha256: sha256)
             case .put: return await put(key, request: request, sha256: sha256)
             case .delete: return await delete(key)
             case WebDAV.mkcol: return WebDAV.makeCollection()

@@ -89,7 +89,7 @@ final class RemoteTier: Sendable {
         guard record.expiry > Nanoseconds.from(clock.now()) else { return count(\.misses) }
         guard let value = blob(record.id, maxValueBytes: maxValueBytes) else { return nil }
         if let digest = record.sha256, !Array(SHA256.hash(data: value)).elementsEqual(digest) {
-            return reject("blob \(record.id.hex) holds another value with the same MD5 than the one key '\(key)' names")
+            return reject("blob \(record.id.hex) holds another value with the same MD5 as the one key '\(key)' names")
         }
         state.withLock { $0.counters.hits += 1 }
         return Found(value: value, id: record.id, expiry: record.expiry)
