@@ -77,35 +77,42 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// The cap option (`--max-size`, `--max-entries`) given before a `config` command, if any:
-    /// hoisted after it, it would become config's own option and be saved as a default.
-    static func capBeforeConfig(_ arguments: [String]) -> String? {
-        var index = 0, caps: [String] = []
-        while index < arguments.count {
-            let argument = arguments[index]
-            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
-            guard valued.contains(name) || flags.contains(argument) else { break }
-            if name == "--max-size" || name == "--max-entries" { caps.append(name) }
-            index += argument.contains("=") || flags.contains(argument) ? 1 : 2
-        }
-        return index < arguments.count && arguments[index] == "config" ? caps.first : nil
-    }
-
-    /// Moves global options that come before the command to just after it.
-    static func hoisted(_ arguments: [String]) -> [String] {
-        var leading: [String] = []
+    /// The global options given before the command (each with its value), and where the
+    /// command's name is (`arguments.count` when there is none).
+    static func leadingOptions(_ arguments: [String]) -> (options: [String], command: Int) {
+        var options: [String] = []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
             let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
             guard valued.contains(name) || flags.contains(argument) else { break }
-            leading.append(argument)
+            options.append(argument)
             if valued.contains(name), !argument.contains("="), index + 1 < arguments.count {
-                leading.append(arguments[index + 1])
+                options.append(arguments[index + 1])
                 index += 1
             }
             index += 1
         }
+        return (options, index)
+    }
+
+    /// The cap option (`--max-size`, `--max-entries`) given before a `config` command, if any:
+    /// hoisted after it, it would become config's own option and be saved as a default.
+    static func capBeforeConfig(_ arguments: [String]) -> String? {
+        let (options, command) = leadingOptions(arguments)
+        guard command < arguments.count, arguments[command] == "config" else { return nil }
+        var index = 0
+        while index < options.count {
+            let name = String(options[index].split(separator: "=", maxSplits: 1).first ?? "")
+            if name == "--max-size" || name == "--max-entries" { return name }
+            index += valued.contains(name) && !options[index].contains("=") ? 2 : 1   // past its value
+        }
+        return nil
+    }
+
+    /// Moves global options that come before the command to just after it.
+    static func hoisted(_ arguments: [String]) -> [String] {
+        var (leading, index) = leadingOptions(arguments)
         guard !leading.isEmpty, index < arguments.count else { return arguments }
         var command = [arguments[index]]
         if groups.contains(arguments[index]), index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
