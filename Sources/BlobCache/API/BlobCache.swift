@@ -36,7 +36,7 @@ public final class BlobCache: Sendable {
     /// all its steps (other processes' writers wait meanwhile; this one's threads go on).
     let directoryLock: DirectoryLock
     /// Hashing, encoding, staging and reading: the work done outside the lock.
-    private let pipeline: BlobPipeline
+    let pipeline: BlobPipeline
     let defaultExpiry: Expiry
     /// The consumers of `changes(forKeysWithPrefix:)`.
     let changeHub = ChangeHub()
@@ -476,7 +476,7 @@ public final class BlobCache: Sendable {
     /// up with every committed record and no writer inside (`isCurrent`: a writer between its
     /// release and its commit would otherwise go unseen), and `releases` unmoved. Does not
     /// finish a deferred restore (nothing local is released before one: every write restores first).
-    private func nothingReleased(since ticket: CacheEngine.ReadTicket) throws -> Bool {
+    func nothingReleased(since ticket: CacheEngine.ReadTicket) throws -> Bool {
         try withOpenEngine(restoringFirst: false) { engine in
             if !engine.isCurrent, engine.pendingRestore == nil { _ = engine.catchUpWithoutLock() }
             return engine.isCurrent && engine.releases == ticket.releases

@@ -53,6 +53,8 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     case contentCollision(id: BlobID)
     /// The cache was closed.
     case closed
+    /// A `PendingSet` was used after it finished, failed or was cancelled.
+    case setEnded
 
     /// A one-line message naming what failed and what to fix (the CLI prints it).
     public var description: String {
@@ -87,6 +89,8 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
             "value refused: its MD5 is \(id.hex), the name of a stored value with other bytes (an MD5 collision); nothing was changed"
         case .closed:
             "the cache is closed"
+        case .setEnded:
+            "this pending set has already finished, failed or been cancelled"
         }
     }
 }

@@ -27,6 +27,8 @@ final class CacheCipher: Sendable {
     /// HMAC-MD5 under the blob id key, its key already absorbed: each id hashes from a copy.
     private let keyedMD5: HMAC<Insecure.MD5>
     private let checkKey: SymmetricKey
+    /// Binds a pieced blob's file to its id (its header's binding field).
+    private let bindingKey: SymmetricKey
     private let nonces = NonceSource()
 
     /// Derives the working keys; a master key that is not 256 bits is `invalidConfiguration`.
@@ -42,6 +44,7 @@ final class CacheCipher: Sendable {
         indexKey = AESGCMKey(derive("index key"))
         keyedMD5 = HMAC(key: derive("blob id key"))
         checkKey = derive("key check")
+        bindingKey = derive("blob binding")
     }
 
     /// What a seal is bound to (its associated data): a sealed thing moved to another place
@@ -50,6 +53,9 @@ final class CacheCipher: Sendable {
         /// A blob's payload, bound to its id, codec and value length (the header fields a
         /// reader acts on).
         case blob(id: BlobID, codec: CodecTag, rawLength: Int)
+        /// A piece of a pieced blob, bound to its file's salt and its piece header (length,
+        /// index, codec): moved to another file or place, it does not open.
+        case piece(salt: UInt64, header: [UInt8])
         /// A journal record's payload, bound to its type.
         case record(kind: UInt8)
         /// The index snapshot's image.
@@ -57,7 +63,7 @@ final class CacheCipher: Sendable {
 
         /// `body` of the associated data, built on the stack.
         func withAssociatedData<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-            withUnsafeTemporaryAllocation(byteCount: 32, alignment: 1) { buffer in
+            withUnsafeTemporaryAllocation(byteCount: 48, alignment: 1) { buffer in
                 var count = 0
                 func append(_ bytes: UnsafeRawBufferPointer) {
                     precondition(count + bytes.count <= buffer.count, "associated data longer than its buffer")
@@ -70,6 +76,10 @@ final class CacheCipher: Sendable {
                     withUnsafeBytes(of: (id.high.bigEndian, id.low.bigEndian)) { append($0) }  // MD5's printed order
                     withUnsafeBytes(of: codec.rawValue) { append($0) }
                     withUnsafeBytes(of: UInt64(rawLength).littleEndian) { append($0) }
+                case .piece(let salt, let header):
+                    Self.pieceLabel.withUnsafeBytes { append($0) }
+                    withUnsafeBytes(of: salt.littleEndian) { append($0) }
+                    header.withUnsafeBytes { append($0) }
                 case .record(let kind):
                     Self.recordLabel.withUnsafeBytes { append($0) }
                     withUnsafeBytes(of: kind) { append($0) }
@@ -81,10 +91,16 @@ final class CacheCipher: Sendable {
         }
 
         private static let blobLabel = Array("blob".utf8)
+        private static let pieceLabel = Array("blob piece".utf8)
         private static let recordLabel = Array("journal record".utf8)
         private static let snapshotLabel = Array("index snapshot".utf8)
 
-        var isBlob: Bool { if case .blob = self { true } else { false } }
+        var isBlob: Bool {
+            switch self {
+            case .blob, .piece: true
+            case .record, .snapshot: false
+            }
+        }
     }
 
     /// `nonce ‖ ciphertext ‖ tag` of `plaintext`, after `headroom` zero bytes (room for a
@@ -182,6 +198,20 @@ final class CacheCipher: Sendable {
         var hmac = keyedMD5
         hmac.update(data: value)
         return hmac.finalize().withUnsafeBytes { BlobID(digestBytes: $0)! }
+    }
+
+    /// The keyed MD5 a blob id is computed with, for a value that arrives in pieces.
+    var blobIDHash: HMAC<Insecure.MD5> { keyedMD5 }
+
+    /// A pieced blob's binding to `id`: the first 8 bytes of HMAC-SHA256 under the binding key
+    /// of the id and `fields` (the header's first 24 bytes and the prologue's first 16).
+    ///
+    ///     let binding = cipher.binding(of: id, fields: head + prologue.prefix(16))
+    func binding(of id: BlobID, fields: [UInt8]) -> UInt64 {
+        var hmac = HMAC<SHA256>(key: bindingKey)
+        withUnsafeBytes(of: (id.high.bigEndian, id.low.bigEndian)) { hmac.update(data: $0) }
+        fields.withUnsafeBytes { hmac.update(data: $0) }
+        return hmac.finalize().withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
     }
 
     /// The journal header's key check for a journal of salt `salt`: the first 4 bytes of

@@ -32,12 +32,7 @@ extension CacheEngine {
         } else {
             switch try pipeline.read(blob, at: try store.location(of: blob)) {
             case .success(let bytes): stored = bytes
-            case .failure(let damage):
-                dropEntries(of: blob.id)
-                counters.corruptReads += 1
-                telemetry.logger.warning("damaged blob dropped before a set stored its value again",
-                                         metadata: ["id": "\(blob.id.hex)", "reason": "\(damage.detail)"])
-                return .damaged
+            case .failure(let damage): return droppedDamaged(blob, damage)
             }
         }
         let same = stored.count == value.count && stored.withUnsafeBytes { storedBytes in

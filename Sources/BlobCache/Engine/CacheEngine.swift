@@ -270,7 +270,7 @@ final class CacheEngine: @unchecked Sendable {
     }
 
     /// The entry update shared by both kinds of set: index and journal record.
-    private func link(key: String, blob: BlobInfo, expiryRule: Expiry, pinned: Bool) {
+    func link(key: String, blob: BlobInfo, expiryRule: Expiry, pinned: Bool) {
         let time = now()
         let record = EntryRecord(key: key, blob: blob, pinned: pinned, created: time,
                                  expiry: expiryRule.deadline(from: time), access: time)
@@ -284,7 +284,7 @@ final class CacheEngine: @unchecked Sendable {
 
     /// Refuses a set that could never fit: a value over the byte cap, or pinned entries (which
     /// eviction cannot touch) that would exceed a cap together with this one.
-    private func checkRoom(for blob: BlobInfo, key: String) throws {
+    func checkRoom(for blob: BlobInfo, key: String) throws {
         let replacedSlot = index.slot(of: key)
         let replaced = replacedSlot.map { index.entry(at: $0) }
         if replacedSlot == nil, !index.hasRoom(forKeyOf: key.utf8.count) {

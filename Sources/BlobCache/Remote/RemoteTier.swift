@@ -13,7 +13,7 @@ import Foundation
 final class RemoteTier: Sendable {
     let store: any RemoteStore
     private let backoff: Duration
-    private let queueLimit: Int
+    let queueLimit: Int
     private let codec: Codec
     private let clock: any CacheClock
     private let logger: Logger
@@ -155,6 +155,12 @@ final class RemoteTier: Sendable {
     func flush() { worker.sync {} }
 
     /// Takes `bytes` of the queue (and notes `key` as changing), or counts a dropped write.
+    /// Counts a write that was never queued: a streamed value larger than the whole queue.
+    func countDroppedWrite() {
+        state.withLock { $0.counters.droppedWrites += 1 }
+        logger.debug("remote write dropped: the value is larger than the queue", metadata: ["remote": "\(store)"])
+    }
+
     private func admit(bytes: Int, key: String?) -> Bool {
         let admitted = state.withLock { state in
             guard state.queuedBytes + bytes <= queueLimit else {

@@ -46,11 +46,14 @@ enum LooseBlobFormat {
         case xxh64(UInt64)
         /// Version 3: `XXH3.hash(payload, after: header bytes 0..<24)`.
         case xxh3(UInt64)
+        /// Version 4 (pieced): `XXH3.hash(prologue, after: header bytes 0..<24)`; each piece
+        /// carries its own (`PiecedBlobReader`).
+        case pieces(UInt64)
 
         /// The digest a payload must match, and what a mismatch is called; `nil` for CRC-32.
         var digest: (value: UInt64, mismatch: String)? {
             switch self {
-            case .crc32: nil
+            case .crc32, .pieces: nil
             case .xxh64(let value): (value, "XXH64 mismatch")
             case .xxh3(let value): (value, "XXH3 mismatch")
             }
@@ -60,7 +63,7 @@ enum LooseBlobFormat {
         /// bytes 0..<28 and is checked on its own.
         func compute(_ payload: UnsafeRawBufferPointer, after head: UnsafeRawBufferPointer) -> UInt64? {
             switch self {
-            case .crc32: nil
+            case .crc32, .pieces: nil
             case .xxh64: XXHash64.hash(payload, after: head)
             case .xxh3: XXH3.hash(payload, after: head)
             }
@@ -83,7 +86,7 @@ enum LooseBlobFormat {
         guard bytes.count >= headerSize else { return .failure(.truncated("file of \(bytes.count) bytes has no complete header")) }
         guard reader.readUInt32() == magic else { return .failure(.header("bad magic")) }
         let version = reader.readUInt8()!
-        guard (1...3).contains(version) else { return .failure(.header("unknown format version \(version)")) }
+        guard (1...PiecedBlobFormat.version).contains(version) else { return .failure(.header("unknown format version \(version)")) }
         guard let codec = CodecTag(rawValue: reader.readUInt8()!) else { return .failure(.header("unknown codec")) }
         let flags = reader.readUInt8()!
         _ = reader.readUInt8()
@@ -95,7 +98,11 @@ enum LooseBlobFormat {
             checksum = .crc32(reader.readUInt32()!)
         } else {
             let digest = reader.readUInt64()!
-            checksum = version == 2 ? .xxh64(digest) : .xxh3(digest)
+            checksum = switch version {
+            case 2: .xxh64(digest)
+            case 3: .xxh3(digest)
+            default: .pieces(digest)
+            }
         }
         guard raw <= UInt64(BlobInfo.maxLength), stored <= UInt64(BlobInfo.maxLength) else {
             return .failure(.header("impossible length"))
@@ -108,7 +115,7 @@ enum LooseBlobFormat {
     /// the index heard of it (recompression), but a payload is never longer than its value
     /// (one that does not compress is stored raw), plus a seal's nonce and tag.
     static func largestFile(holding info: BlobInfo) -> Int64 {
-        Int64(headerSize) + Int64(max(info.payloadLength, info.rawLength + CacheCipher.overhead))
+        Int64(headerSize) + Int64(max(info.payloadLength, PiecedBlobFormat.largestPayload(rawLength: info.rawLength)))
     }
 
     /// Checks a whole loose blob file and decodes it (opening its seal under `cipher`, bound
@@ -126,6 +133,9 @@ enum LooseBlobFormat {
         switch parseHeader(bytes) {
         case .failure(let damage): return .failure(damage)
         case .success(let parsed): header = parsed
+        }
+        if case .pieces = header.checksum {
+            return PiecedBlobReader.decodeWhole(file: bytes, expecting: info, id: id ?? info?.id, cipher: cipher)
         }
         guard header.payloadLength == bytes.count - headerSize else {
             return .failure(.truncated("file is \(bytes.count) bytes, header says \(headerSize + header.payloadLength)"))

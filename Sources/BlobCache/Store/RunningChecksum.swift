@@ -19,7 +19,7 @@ final class RunningChecksum {
     /// for a kind that is not computed piece by piece (format 1's CRC-32).
     init?(for checksum: LooseBlobFormat.Checksum, head: UnsafeRawBufferPointer) {
         switch checksum {
-        case .crc32: return nil
+        case .crc32, .pieces: return nil
         case .xxh64: state = .xxh64(XXHash64.Stream(seed: XXHash64.hash(head)))
         case .xxh3:
             let stream = XXH3.Stream()

@@ -58,7 +58,7 @@ extension BlobPipeline {
     /// inodes spread over the file system's inode groups as the blobs' own do; all in one
     /// directory, each create searches one group, past every inode deleted there lately (ext4's
     /// `recently_deleted`), and W3 put after W1 and W2 ran at about 0.9 of the spread files' speed.
-    private func makeStagingFile() -> StagingFile? {
+    func makeStagingFile() -> StagingFile? {
         let shards = files.shardDirectories(of: BlobID(high: .random(in: 0 ... .max), low: 0))
         // Both looked at, always: the same calls whichever directory it picks.
         let upper = try? io.fileType(shards.upper), lower = try? io.fileType(shards.lower)

@@ -1,0 +1,158 @@
+import SystemPackage
+
+extension BlobCache {
+    // MARK: Setting a value from a stream
+
+    /// Starts a set whose value arrives in parts (`PendingSet`): memory stays bounded by a
+    /// piece (1 MiB) whatever the value's size.
+    ///
+    ///     let upload = try cache.startSet(forKey: "video/42")
+    ///     try upload.append(part)
+    ///     try upload.finish()
+    public func startSet(forKey key: String, expiry: Expiry? = nil, pinned: Bool = false) throws -> PendingSet {
+        try Self.validate(key)
+        return try startSet(forRawKey: key, expiry: expiry, pinned: pinned)
+    }
+
+    /// `startSet` of a key already validated (and made raw by a namespace).
+    func startSet(forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> PendingSet {
+        let limit = try withOpenEngine { $0.limits.maxStoredBytes }
+        return PendingSet(cache: self, key: key, expiry: expiry ?? defaultExpiry, pinned: pinned, limit: limit)
+    }
+
+    /// Stores everything `source` gives until its end (a file, a pipe, a socket, `/dev/null`)
+    /// under `key`, in bounded memory, and returns the value's id. A value over the byte cap
+    /// throws `valueTooLarge` as soon as its stored bytes pass the cap, having read no further
+    /// and stored nothing. A read error throws `io` (operation `read`, path `source`). The
+    /// descriptor is read from where it stands and left open.
+    ///
+    ///     let fd = try FileDescriptor.open("model.bin", .readOnly)
+    ///     defer { try? fd.close() }
+    ///     try cache.set(contentsOf: fd, forKey: "model/7")
+    @discardableResult
+    public func set(contentsOf source: FileDescriptor, forKey key: String, expiry: Expiry? = nil,
+                    pinned: Bool = false) throws -> BlobID {
+        let pending = try startSet(forKey: key, expiry: expiry, pinned: pinned)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.streamChunk, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count: Int
+            do { count = try source.read(into: buffer) } catch {
+                pending.cancel()
+                throw BlobCacheError.io(operation: "read", path: "source", errno: error as? Errno ?? .ioError)
+            }
+            if count == 0 { break }
+            try pending.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+        return try pending.finish()
+    }
+
+    /// How much a streamed set reads, or a streamed get writes, at a time.
+    static let streamChunk = 1 << 20
+
+    /// Links `key` to a value a `PendingSet` wrote as a pieced blob (sharing the stored copy
+    /// of the same bytes, if any) and sends it to the remote tier.
+    func publishStreamed(info: BlobInfo, staged: StagedLooseBlob, key: String, expiry: Expiry, pinned: Bool) throws -> BlobID {
+        let start = telemetry.startTime
+        defer { telemetry.finished(set: true, key: key, since: start) }
+        let published: Bool
+        do {
+            published = try perform { try $0.setStreamed(key: key, info: info, staged: staged, expiryRule: expiry, pinned: pinned) }
+        } catch {
+            pipeline.discard(staged)
+            throw error
+        }
+        if !published { pipeline.discard(staged) }
+        if let remote {
+            let deadline = expiry.deadline(from: Nanoseconds.from(clock.now()))
+            // The remote tier's queue holds values whole: one larger than it is dropped (and
+            // counted) without being read back.
+            if info.rawLength <= remote.queueLimit, let value = try? bytes(for: info.id) {
+                value.withUnsafeBytes { remote.send($0, id: info.id, key: key, expiry: deadline) }
+            } else {
+                remote.countDroppedWrite()
+            }
+        }
+        return info.id
+    }
+
+    // MARK: Reading a value as a stream
+
+    /// Opens the value under `key` for reading in checked chunks, in memory bounded by a
+    /// piece; `nil` for a miss. See `ValueReader`.
+    ///
+    ///     guard let reader = try cache.openValue(forKey: "video/42") else { return }
+    ///     while let chunk = try reader.next() { send(chunk) }
+    public func openValue(forKey key: String) throws -> ValueReader? {
+        try openValue(forRawKey: key)
+    }
+
+    /// `openValue(forKey:)` of a raw key (a namespace's, or the cache's own).
+    func openValue(forRawKey key: String) throws -> ValueReader? {
+        let start = telemetry.startTime
+        defer { telemetry.finished(set: false, key: key, since: start) }
+        guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else {
+            guard remote != nil, let value = try remoteValue(forRawKey: key) else { return nil }
+            return ValueReader(cache: self, read: .whole(value), info: nil, releases: 0)
+        }
+        if let value = ticket.value { return ValueReader(cache: self, read: .whole(value), info: ticket.info, releases: 0) }
+        // Opened outside the lock, the file is the key's only if no blob was released since the
+        // ticket (another value of the same MD5 may have taken the id); else opened again
+        // under the lock, where the key's blob and its file cannot change.
+        if case .success(let read) = try pipeline.openChunks(ticket.info, at: ticket.location),
+           try nothingReleased(since: ticket) {
+            return ValueReader(cache: self, read: read, info: ticket.info, releases: ticket.releases)
+        }
+        let reopened = try perform { engine -> Result<(ChunkedRead, BlobInfo, UInt64), BlobCacheError>? in
+            guard let (info, location) = try engine.currentBlob(forKey: key) else { return nil }
+            switch try pipeline.openChunks(info, at: location) {
+            case .success(let read): return .success((read, info, engine.releases))
+            case .failure(let damage): return .failure(engine.streamedReadFailed(info, releases: engine.releases, damage: damage))
+            }
+        }
+        switch reopened {
+        case nil: return nil
+        case .success(let (read, info, releases))?: return ValueReader(cache: self, read: read, info: info, releases: releases)
+        case .failure(let error)?:
+            telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// Calls `body` with each checked chunk of the value under `key`, in order, in bounded
+    /// memory; `false` for a miss. Damage found part way throws `corruptBlob` after the chunks
+    /// before it were given (and drops the value's entries, as any read of a damaged blob does):
+    /// a caller that must not keep a partial value discards what it received.
+    ///
+    ///     let found = try cache.forEachChunk(forKey: "video/42") { try socket.send($0) }
+    public func forEachChunk(forKey key: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        guard let reader = try openValue(forKey: key) else { return false }
+        while let chunk = try reader.next() { try chunk.withUnsafeBytes(body) }
+        return true
+    }
+
+    /// Writes the value under `key` to `destination` from where it stands, in bounded memory;
+    /// `false` for a miss (nothing written). A write error throws `io` (operation `write`, path
+    /// `destination`); damage part way throws `corruptBlob` after the bytes before it were
+    /// written (truncate a file you opened for it, as the CLI does). The descriptor is left open.
+    ///
+    ///     let out = try FileDescriptor.open("copy.bin", .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
+    ///     defer { try? out.close() }
+    ///     let found = try cache.write(forKey: "video/42", to: out)
+    public func write(forKey key: String, to destination: FileDescriptor) throws -> Bool {
+        try forEachChunk(forKey: key) { chunk in
+            do { _ = try destination.writeAll(chunk) } catch {
+                throw BlobCacheError.io(operation: "write", path: "destination", errno: error as? Errno ?? .ioError)
+            }
+        }
+    }
+
+    /// A streamed read's damage, found part way: the entries are dropped when the file read is
+    /// the blob's own (`streamedReadFailed`), and the error is returned to be thrown.
+    func streamedReadFailed(_ info: BlobInfo, releases: UInt64, damage: BlobDamage) -> BlobCacheError {
+        let error = (try? perform { $0.streamedReadFailed(info, releases: releases, damage: damage) })
+            ?? .corruptBlob(id: info.id, path: "", reason: damage.detail)
+        telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
+        return error
+    }
+}

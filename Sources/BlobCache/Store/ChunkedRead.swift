@@ -1,0 +1,88 @@
+import SystemPackage
+
+/// A stored value handed on in checked chunks: a pieced loose blob piece by piece, from a file
+/// opened once (a deletion meanwhile does not take it away); any other blob (packed, or loose
+/// in a whole-value format) in one chunk, checked whole first.
+///
+///     var read = try pipeline.openChunks(info, at: location).get()
+///     while let chunk = try read.next().get() { try write(chunk) }
+final class ChunkedRead {
+    private enum Source {
+        case whole([UInt8]?)
+        case pieces(PiecedBlobReader)
+    }
+
+    private var source: Source
+    private let close: () -> Void
+    /// The value's length.
+    let rawLength: Int
+
+    private init(_ source: Source, rawLength: Int, close: @escaping () -> Void) {
+        self.source = source
+        self.rawLength = rawLength
+        self.close = close
+    }
+
+    deinit { close() }
+
+    /// The next chunk once checked, `nil` after the last (an empty value has none).
+    func next() throws -> Result<[UInt8]?, BlobDamage> {
+        switch source {
+        case .whole(let value):
+            source = .whole(nil)
+            return .success(value.flatMap { $0.isEmpty ? nil : $0 })
+        case .pieces(var reader):
+            let result = try reader.next()
+            source = .pieces(reader)
+            return result
+        }
+    }
+
+    /// A value already read and checked.
+    static func whole(_ value: [UInt8]) -> ChunkedRead {
+        ChunkedRead(.whole(value), rawLength: value.count, close: {})
+    }
+
+    /// Reads a pieced blob through `fd`, which it closes when done.
+    static func pieces(_ reader: PiecedBlobReader, closing fd: FileDescriptor, io: FileIO) -> ChunkedRead {
+        ChunkedRead(.pieces(reader), rawLength: reader.rawLength, close: { io.close(fd) })
+    }
+}
+
+extension BlobPipeline {
+    /// Opens `info`'s value for a chunked read: a pieced loose blob once its header and
+    /// prologue check, any other blob read and checked whole (`read`). `.failure` names the
+    /// damage (or that it is missing).
+    func openChunks(_ info: BlobInfo, at location: BlobStore.Location?) throws -> Result<ChunkedRead, BlobDamage> {
+        guard case .loose(let path) = location, info.rawLength > PiecedBlobFormat.pieceSize else {
+            return try read(info, at: location).map(ChunkedRead.whole)
+        }
+        guard try io.shardDirectoriesAreReal(files.shardDirectories(of: info.id)) else {
+            return .failure(.missing("a shard directory above it is a symbolic link"))
+        }
+        guard let fd = try io.openIfExists(path) else { return .failure(.missing("file is missing")) }
+        let head: [UInt8]
+        do {
+            head = try io.read(fd, count: LooseBlobFormat.headerSize, at: 0, path: path)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        guard head.count == LooseBlobFormat.headerSize, head[4] == PiecedBlobFormat.version else {
+            // A whole-value format: read whole, as every read of it is.
+            io.close(fd)
+            return try read(info, at: location).map(ChunkedRead.whole)
+        }
+        do {
+            switch try PiecedBlobReader.open(fd, path: path, io: io, expecting: info, cipher: cipher) {
+            case .success(let reader): return .success(.pieces(reader, closing: fd, io: io))
+            case .failure(let damage):
+                io.close(fd)
+                return .failure(damage)
+            }
+        } catch {
+            io.close(fd)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import SystemPackage
+
+/// Writes a value that arrives in pieces as a pieced loose blob (format version 4) into a
+/// staging file, holding one piece at a time: each piece is hashed into the blob id on one core
+/// while another compresses it, then checksummed (sealed, under a key) and written; the header,
+/// which needs the id and the totals, is written last, at the start of the file.
+///
+///     var writer = try PiecedBlobWriter(pipeline: pipeline)
+///     try writer.append(firstMegabyte)
+///     let (info, staged) = try writer.finish()
+struct PiecedBlobWriter {
+    let pipeline: BlobPipeline
+    let file: StagingFile
+    private let salt: UInt64
+    private var hash: RunningBlobHash
+    private(set) var rawLength = 0
+    private(set) var pieceCount = 0
+    private var offset = Int64(PiecedBlobFormat.firstPieceOffset)
+    private var anyPieceCompressed = false
+    /// A piece shorter than the piece size ends the value: nothing may follow it.
+    private var ended = false
+
+    /// Creates the staging file (in a shard directory picked at random, or `objects/`).
+    init(pipeline: BlobPipeline) throws {
+        self.pipeline = pipeline
+        let path = pipeline.files.stagingPath(in: pipeline.files.objects)
+        guard let file = pipeline.makeStagingFile() else {
+            // The random shard's create failed (or none exists): `objects/` itself, with its error.
+            self.file = StagingFile(path: path, descriptor: try pipeline.io.create(path))
+            self.salt = .random(in: 0 ... .max)
+            self.hash = RunningBlobHash(pipeline.hasher)
+            return
+        }
+        self.file = file
+        self.salt = .random(in: 0 ... .max)
+        self.hash = RunningBlobHash(pipeline.hasher)
+    }
+
+    /// Stored bytes so far (the file's size once finished, header included).
+    var storedBytes: Int { Int(offset) }
+
+    /// Hashes, encodes and writes the next piece: `PiecedBlobFormat.pieceSize` bytes, or fewer
+    /// for the last one.
+    mutating func append(_ piece: UnsafeRawBufferPointer) throws {
+        precondition(!ended && piece.count > 0 && piece.count <= PiecedBlobFormat.pieceSize, "pieces are full but the last")
+        var runningHash = hash
+        var encoded: (image: [UInt8], codec: CodecTag) = ([], .none)
+        let encoder = PieceEncoder(pipeline: pipeline, salt: salt, index: pieceCount)
+        Parallel.run([{ runningHash.update(piece) }, { encoded = encoder.encode(piece) }])
+        hash = runningHash
+        let image = encoded.image
+        if encoded.codec != .none { anyPieceCompressed = true }
+        try image.withUnsafeBytes { try pipeline.io.writeAll(file.descriptor, $0, at: offset, path: file.path) }
+        offset += Int64(image.count)
+        rawLength += piece.count
+        pieceCount += 1
+        if piece.count < PiecedBlobFormat.pieceSize { ended = true }
+    }
+
+    /// Closes and deletes the staging file: the value will not be published.
+    func discard() { pipeline.discard(file) }
+
+    /// Writes the header, fsyncs when sets are synchronous, closes the file and names the
+    /// blob; the caller publishes or discards the staged file.
+    mutating func finish() throws -> (info: BlobInfo, staged: StagedLooseBlob) {
+        let id = hash.finish()
+        let codec: CodecTag = anyPieceCompressed ? Self.codec(of: pipeline).tag : .none
+        var head = BinaryWriter(capacity: LooseBlobFormat.checkedHeaderSize)
+        head.append(LooseBlobFormat.magic)
+        head.append(PiecedBlobFormat.version)
+        head.append(codec.rawValue)
+        head.append(pipeline.cipher == nil ? 0 : LooseBlobFormat.sealedFlag)
+        head.append(UInt8(0))
+        head.append(UInt64(rawLength))
+        head.append(UInt64(offset - Int64(LooseBlobFormat.headerSize)))
+        let unbound = PiecedBlobFormat.Prologue(pieceSize: PiecedBlobFormat.pieceSize, pieceCount: pieceCount, salt: salt, binding: 0)
+        let binding = pipeline.cipher?.binding(of: id, fields: head.bytes + unbound.bytes.prefix(16)) ?? 0
+        let prologue = PiecedBlobFormat.Prologue(pieceSize: PiecedBlobFormat.pieceSize, pieceCount: pieceCount, salt: salt,
+                                                 binding: binding).bytes
+        let checksum = head.bytes.withUnsafeBytes { h in
+            prologue.withUnsafeBytes { PiecedBlobFormat.headerChecksum(head: h, prologue: $0) }
+        }
+        var image = head.bytes
+        withUnsafeBytes(of: checksum.littleEndian) { image += $0 }
+        image += prologue
+        let shards = pipeline.files.shardDirectories(of: id)
+        if try !pipeline.io.requireRealShardDirectories(shards) {
+            do {
+                try pipeline.io.makeShardDirectories(shards, durably: pipeline.synchronous)
+            } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) {}
+        }
+        try image.withUnsafeBytes { try pipeline.io.writeAll(file.descriptor, $0, at: 0, path: file.path) }
+        if pipeline.synchronous { try pipeline.io.sync(file.descriptor, path: file.path) }
+        pipeline.io.close(file.descriptor)
+        let info = BlobInfo(id: id, codec: codec, rawLength: rawLength, payloadLength: Int(offset) - LooseBlobFormat.headerSize,
+                            place: .loose)
+        return (info, StagedLooseBlob(temporary: file.path, final: pipeline.files.loosePath(of: id)))
+    }
+
+    /// The codec pieces are compressed with: the policy's for a value longer than a piece,
+    /// which every pieced value is.
+    static func codec(of pipeline: BlobPipeline) -> Codec {
+        pipeline.compression.codec(forValueOf: PiecedBlobFormat.pieceSize + 1)
+    }
+}
+
+/// Encodes one piece: compressed when that pays, sealed under a key, checksummed, behind its
+/// header.
+private struct PieceEncoder {
+    let pipeline: BlobPipeline
+    let salt: UInt64
+    let index: Int
+
+    /// The piece's header and payload as stored, and the codec its payload has.
+    func encode(_ piece: UnsafeRawBufferPointer) -> (image: [UInt8], codec: CodecTag) {
+        let headroom = PiecedBlobFormat.pieceHeaderSize
+        var encoded = Compression.compress(piece, codec: PiecedBlobWriter.codec(of: pipeline), headroom: headroom)
+        if let compressed = encoded, compressed.payloadCount >= piece.count { encoded = nil }
+        var buffer: [UInt8]
+        let tag: CodecTag
+        if let encoded {
+            buffer = encoded.buffer
+            tag = encoded.tag
+        } else {
+            buffer = [UInt8](repeating: 0, count: headroom)
+            buffer.reserveCapacity(headroom + piece.count + CacheCipher.overhead)
+            buffer.append(contentsOf: piece)
+            tag = .none
+        }
+        var storedLength = buffer.count - headroom
+        if let cipher = pipeline.cipher {
+            storedLength += CacheCipher.overhead
+            let fields = PiecedBlobFormat.PieceHeader(storedLength: storedLength, rawLength: piece.count, index: index,
+                                                      codec: tag, checksum: 0)
+            buffer = buffer.withUnsafeBytes {
+                cipher.seal(UnsafeRawBufferPointer(rebasing: $0[headroom...]),
+                            context: .piece(salt: salt, header: fields.checkedBytes), headroom: headroom)
+            }
+        }
+        let unchecked = PiecedBlobFormat.PieceHeader(storedLength: storedLength, rawLength: piece.count, index: index,
+                                                     codec: tag, checksum: 0)
+        let checksum = buffer.withUnsafeBytes {
+            unchecked.computedChecksum(of: UnsafeRawBufferPointer(rebasing: $0[headroom...]), salt: salt)
+        }
+        let header = PiecedBlobFormat.PieceHeader(storedLength: storedLength, rawLength: piece.count, index: index,
+                                                  codec: tag, checksum: checksum)
+        buffer.replaceSubrange(0..<headroom, with: header.bytes)
+        return (buffer, tag)
+    }
+}
