@@ -41,7 +41,9 @@ struct CacheResponder: Sendable {
     }
 
     /// 200 with the bytes, or only the length for HEAD; 404 when absent. A `/cas/` value is
-    /// sent only when its SHA-256 is the one its path names (whatever put it there).
+    /// sent only when its SHA-256 is the one its path names (whatever put it there). A value of
+    /// more than one chunk is sent as it is read (`StreamedValue`): damage found part way, or a
+    /// `/cas/` digest that does not match at the end, closes the connection before the last byte.
     private func get(_ key: String, headOnly: Bool, sha256: String? = nil) async -> Reply {
         let cache = self.cache
         do {
@@ -50,15 +52,27 @@ struct CacheResponder: Sendable {
                 return Reply(status: .ok, contentType: "application/octet-stream", length: entry.size, headOnly: true)
             }
             // A memory-tier hit is answered on this thread; only a file read goes to the disk queue.
-            var found = cache.memoryValue(forRawKey: key)
-            if found == nil { found = try await DiskQueue.run({ try cache.bytes(forKey: key) }) }
-            guard let bytes = found else { return .text(.notFound, "no entry") }
-            if let sha256, Self.sha256Hex(of: bytes) != sha256 {
-                logger.warning("GET \(key): the stored value's SHA-256 is not the one its /cas/ path names; answered as a miss")
+            if let bytes = cache.memoryValue(forRawKey: key) { return whole(bytes, key: key, headOnly: headOnly, sha256: sha256) }
+            guard let reader = try await DiskQueue.run({ try cache.openValue(forKey: key) }) else {
                 return .text(.notFound, "no entry")
             }
-            if headOnly { return Reply(status: .ok, contentType: "application/octet-stream", length: bytes.count, headOnly: true) }
-            return Reply(status: .ok, contentType: "application/octet-stream", body: ByteBuffer(bytes: bytes))
+            if headOnly {
+                defer { reader.close() }
+                guard let sha256, try await StreamedValue.sha256(of: reader) == sha256 else {
+                    logger.warning("HEAD \(key): the stored value's SHA-256 is not the one its /cas/ path names; answered as a miss")
+                    return .text(.notFound, "no entry")
+                }
+                return Reply(status: .ok, contentType: "application/octet-stream", length: reader.length, headOnly: true)
+            }
+            if reader.length <= Self.wholeReplyLimit {
+                // One chunk: read and checked before the head is sent, so damage or a wrong
+                // digest is still a clean 404.
+                var bytes: [UInt8] = []
+                while let chunk = try await DiskQueue.run({ try reader.next() }) { bytes += chunk }
+                return whole(bytes, key: key, headOnly: false, sha256: sha256)
+            }
+            return .streaming(length: reader.length, contentType: "application/octet-stream",
+                              StreamedValue.body(reader, sha256: sha256, key: key, logger: logger))
         } catch BlobCacheError.corruptBlob(let id, _, let reason) {
             // The library dropped the damaged entries; to a client this is a miss it can refill.
             logger.warning("GET \(key): blob \(id) was corrupt (\(reason)); answered as a miss")
@@ -68,47 +82,103 @@ struct CacheResponder: Sendable {
         }
     }
 
-    /// Stores the body: 201 for a new key, 204 for a replaced one; 413 over the body limit;
-    /// 400 when a `/cas/` body's SHA-256 is not the one its path names.
+    /// Values up to this size are read whole before the reply's head is sent.
+    static let wholeReplyLimit = 1 << 20
+
+    /// The reply for a value read whole: 404 when a `/cas/` digest does not match.
+    private func whole(_ bytes: [UInt8], key: String, headOnly: Bool, sha256: String?) -> Reply {
+        if let sha256, Self.sha256Hex(of: bytes) != sha256 {
+            logger.warning("GET \(key): the stored value's SHA-256 is not the one its /cas/ path names; answered as a miss")
+            return .text(.notFound, "no entry")
+        }
+        if headOnly { return Reply(status: .ok, contentType: "application/octet-stream", length: bytes.count, headOnly: true) }
+        return Reply(status: .ok, contentType: "application/octet-stream", body: ByteBuffer(bytes: bytes))
+    }
+
+    /// Stores the body as it arrives, in bounded memory: 201 for a new key, 204 for a replaced
+    /// one; 413 once it passes the body limit (or the cache's cap); 400 when a `/cas/` body's
+    /// SHA-256 is not the one its path names. Nothing is stored unless the whole body arrived.
     private func put(_ key: String, request: Request, sha256: String?) async -> Reply {
-        let bytes: [UInt8]
+        if let declared = BodyReader.declaredLength(of: request), declared > maxBodyBytes {
+            return .text(.contentTooLarge, "request body over the server's limit of \(maxBodyBytes) bytes (--max-body)")
+        }
+        let cache = self.cache
+        let pending: PendingSet
         do {
-            guard let body = try await BodyReader.collect(request, limit: maxBodyBytes) else {
-                return .text(.contentTooLarge, "request body over the server's limit of \(maxBodyBytes) bytes (--max-body)")
-            }
-            bytes = body
+            pending = try await DiskQueue.run { try cache.startSet(forKey: key) }
         } catch {
+            return failure(error, key: key)
+        }
+        var received = 0
+        var digest = sha256.map { _ in SHA256() }
+        var batch: [UInt8] = []
+        do {
+            for try await chunk in request.body {
+                received += chunk.readableBytes
+                guard received <= maxBodyBytes else {
+                    pending.cancel()
+                    var reply = Reply.text(.contentTooLarge, "request body over the server's limit of \(maxBodyBytes) bytes (--max-body)")
+                    reply.loggedBytes = received
+                    return reply
+                }
+                chunk.withUnsafeReadableBytes { bytes in
+                    digest?.update(bufferPointer: bytes)
+                    batch.append(contentsOf: bytes)
+                }
+                // Handed to the cache a batch at a time: one hop to the disk queue per batch.
+                if batch.count >= Self.putBatch {
+                    let full = batch
+                    batch = []
+                    try await DiskQueue.run { try pending.append(full) }
+                }
+            }
+        } catch let error as BlobCacheError {
+            pending.cancel()
+            var reply = failure(error, key: key)
+            reply.loggedBytes = received
+            return reply
+        } catch {
+            pending.cancel()
             logger.warning("PUT \(key): reading the body failed: \(error)")
             return .text(.badRequest, "the request body could not be read")
         }
-        if let sha256 {
-            let actual = Self.sha256Hex(of: bytes)
+        if let sha256, let digest {
+            let actual = Self.hex(digest.finalize())
             guard actual == sha256 else {
+                pending.cancel()
                 var reply = Reply.text(.badRequest, "body's SHA-256 is \(actual), not the \(sha256) its /cas/ path names")
-                reply.loggedBytes = bytes.count
+                reply.loggedBytes = received
                 return reply
             }
         }
-        let cache = self.cache
         do {
+            let last = batch
             let existed = try await DiskQueue.run {
+                try pending.append(last)
                 let existed = try cache.entry(forKey: key) != nil
-                try cache.set(bytes, forKey: key)
+                try pending.finish()
                 return existed
             }
             var reply = Reply(status: existed ? .noContent : .created)
-            reply.loggedBytes = bytes.count
+            reply.loggedBytes = received
             return reply
         } catch {
+            pending.cancel()
             var reply = failure(error, key: key)
-            reply.loggedBytes = bytes.count
+            reply.loggedBytes = received
             return reply
         }
     }
 
+    /// How many body bytes a PUT gathers before handing them to the cache.
+    static let putBatch = 256 << 10
+
     /// Lowercase hex of `bytes`' SHA-256, as Bazel names `/cas/` entries.
-    static func sha256Hex(of bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { byte in
+    static func sha256Hex(of bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
+
+    /// Lowercase hex of a digest.
+    static func hex(_ digest: SHA256.Digest) -> String {
+        digest.map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()

@@ -8,6 +8,8 @@ struct Reply: Sendable {
     var status: HTTPResponse.Status
     var headers = HTTPFields()
     var body: ByteBuffer?
+    /// A body written as it is read (a large value), in place of `body`.
+    var streamedBody: ResponseBody?
     /// The body bytes the request log reports (received for a PUT, sent otherwise).
     var loggedBytes = 0
 
@@ -37,6 +39,13 @@ struct Reply: Sendable {
     /// The response head as Hummingbird writes it.
     var head: HTTPResponse { HTTPResponse(status: status, headerFields: headers) }
 
+    /// A 200 reply of `length` bytes whose body `streamed` writes as it reads them.
+    static func streaming(length: Int, contentType: String, _ streamed: ResponseBody) -> Reply {
+        var reply = Reply(status: .ok, contentType: contentType, length: length)
+        reply.streamedBody = streamed
+        return reply
+    }
+
     /// The response body as Hummingbird writes it.
-    var responseBody: ResponseBody { body.map { ResponseBody(byteBuffer: $0) } ?? ResponseBody() }
+    var responseBody: ResponseBody { streamedBody ?? body.map { ResponseBody(byteBuffer: $0) } ?? ResponseBody() }
 }

@@ -20,12 +20,24 @@ struct Get: ParsableCommand {
             throw ExitCode(Failure.notFound)
         }
         let cache = try global.open(for: .reading)
-        let value = try Failure.running { try global.keySpace(of: cache).bytes(forKey: key) }
-        try Failure.running { try cache.close() }
-        guard let value else {
+        let reader = try Failure.running { try global.keySpace(of: cache).openValue(forKey: key) }
+        guard let reader else {
+            try Failure.running { try cache.close() }
             Failure.say("no entry for key '\(BlobCache.escapedKey(key))'")
             throw ExitCode(Failure.notFound)
         }
-        try Streams.write(value, toFile: output ?? "-")
+        // Written as it is read, each piece once checked: damage found part way empties the
+        // file (standard output cannot be taken back: the exit status says so).
+        let destination = try Streams.openOutput(output ?? "-")
+        defer { destination.close() }
+        do {
+            try Failure.running { try reader.forEachChunk { try destination.write($0) } }
+        } catch {
+            destination.discardWritten()
+            reader.close()
+            try? cache.close()
+            throw error
+        }
+        try Failure.running { try cache.close() }
     }
 }

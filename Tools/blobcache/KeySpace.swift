@@ -16,6 +16,16 @@ struct KeySpace: Sendable {
         return try cache.set(value, forKey: key, expiry: expiry, pinned: pinned)
     }
 
+    func startSet(forKey key: String, expiry: Expiry?, pinned: Bool) throws -> PendingSet {
+        if let namespace { return try namespace.startSet(forKey: key, expiry: expiry, pinned: pinned) }
+        return try cache.startSet(forKey: key, expiry: expiry, pinned: pinned)
+    }
+
+    func openValue(forKey key: String) throws -> ValueReader? {
+        if let namespace { return try namespace.openValue(forKey: key) }
+        return try cache.openValue(forKey: key)
+    }
+
     func bytes(forKey key: String) throws -> [UInt8]? {
         // Not `namespace?.bytes(…) ?? cache.bytes(…)`: a namespace's miss would read the cache's key.
         if let namespace { return try namespace.bytes(forKey: key) }

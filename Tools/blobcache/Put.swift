@@ -23,12 +23,20 @@ struct Put: ParsableCommand {
     }
 
     func run() throws {
-        let value = try Streams.readAll(file ?? "-")
+        // Opened first: a file that cannot be read creates no cache. Then read as it is
+        // stored, a megabyte at a time, so a value of any size takes bounded memory and a
+        // value over --max-size stops the read as soon as it has passed the cap.
+        let input = try Streams.openInput(file ?? "-")
+        defer { input.close() }
         let cache = try global.open(for: .filling, codec: codec.flatMap(Codec.init(name:)))
         let expiry = ttl.map { Expiry.after(.milliseconds(Int64($0 * 1000))) }
         let id: BlobID
         do {
-            id = try Failure.running { try global.keySpace(of: cache).set(value, forKey: key, expiry: expiry, pinned: pin) }
+            id = try Failure.running {
+                let pending = try global.keySpace(of: cache).startSet(forKey: key, expiry: expiry, pinned: pin)
+                try input.feed(pending)
+                return try pending.finish()
+            }
         } catch {
             // Closed all the same, so that the statistics keep what the refused set counted.
             try? cache.close()

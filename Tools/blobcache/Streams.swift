@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlobCache
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
@@ -9,44 +10,82 @@ import Foundation
 /// symbolic link, keeping its mode, owner and hard links, truncated); anything readable is read
 /// (a FIFO, `/dev/null`, `<(cmd)`); and every write error is one line and exit 2, never a trap.
 enum Streams {
-    /// Every byte of the file at `path` (`-`: standard input) until its end. A path that cannot
-    /// be opened or read exits 2 with one line giving the system's reason.
-    static func readAll(_ path: String) throws -> [UInt8] {
-        if path == "-" { return try readAll(from: STDIN_FILENO, named: "standard input") }
+    /// Opens the file at `path` for reading (`-`: standard input, not opened again). A path
+    /// that cannot be opened exits 2 with one line giving the system's reason.
+    static func openInput(_ path: String) throws -> Input {
+        if path == "-" { return Input(fd: STDIN_FILENO, name: "standard input", owned: false) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("cannot read \(path)") }
-        defer { close(fd) }
-        return try readAll(from: fd, named: path)
+        return Input(fd: fd, name: path, owned: true)
     }
 
-    /// Every byte `fd` gives until its end.
-    static func readAll(from fd: Int32, named name: String) throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return bytes }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure("cannot read \(name)")
+    /// A file being read to its end.
+    struct Input {
+        let fd: Int32
+        let name: String
+        let owned: Bool
+
+        /// Feeds every byte until the end into `pending`, a megabyte at a time; a read error
+        /// cancels it and exits 2 with one line. `pending`'s own errors (the cap passed) are thrown.
+        func feed(_ pending: PendingSet) throws {
+            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+            defer { chunk.deallocate() }
+            while true {
+                let count = read(fd, chunk.baseAddress, chunk.count)
+                if count == 0 { return }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    let failure = Streams.failure("cannot read \(name)")
+                    pending.cancel()
+                    throw failure
+                }
+                try pending.append(UnsafeRawBufferPointer(rebasing: chunk[..<count]))
             }
-            bytes.append(contentsOf: chunk[0..<count])
         }
+
+        func close() { if owned { _ = Glibc.close(fd) } }
     }
 
-    /// Writes `bytes` to `path` (`-`: standard output) as `>` would: created when missing
-    /// (mode 0666 less the umask), truncated, through a symbolic link, keeping an existing
-    /// file's mode, owner and hard links; a directory is refused. When a write fails, what was
-    /// written is truncated away (a half value is never left behind) and it exits 2.
-    static func write(_ bytes: [UInt8], toFile path: String) throws {
-        if path == "-" { return try writeStandardOutput(bytes) }
+    /// Opens `path` for a value's bytes as `>` would (`-`: standard output, after anything
+    /// `print` buffered): created when missing (mode 0666 less the umask), truncated, through a
+    /// symbolic link, keeping an existing file's mode, owner and hard links; a directory is
+    /// refused with one line and exit 2.
+    static func openOutput(_ path: String) throws -> Output {
+        if path == "-" {
+            fflush(stdout)
+            return Output(fd: STDOUT_FILENO, name: "standard output", owned: false)
+        }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
         guard fd >= 0 else { throw failure("write to \(path)") }
-        defer { close(fd) }
+        return Output(fd: fd, name: path, owned: true)
+    }
+
+    /// A file a value is written to as it is read.
+    struct Output {
+        let fd: Int32
+        let name: String
+        let owned: Bool
+
+        /// Writes all of `bytes`; a failure exits 2 with one line.
+        func write(_ bytes: UnsafeRawBufferPointer) throws { try Streams.write(bytes, to: fd, named: name) }
+
+        /// Takes back what was written: a file it opened is truncated to nothing (a half value
+        /// is never left behind); what went to standard output cannot be taken back, and the
+        /// exit status says it is not the value.
+        func discardWritten() { if owned { _ = ftruncate(fd, 0) } }
+
+        func close() { if owned { _ = Glibc.close(fd) } }
+    }
+
+    /// Writes `bytes` to `path` (`-`: standard output) as `>` would (`openOutput`). When a write
+    /// fails, what was written is truncated away and it exits 2.
+    static func write(_ bytes: [UInt8], toFile path: String) throws {
+        let output = try openOutput(path)
+        defer { output.close() }
         do {
-            try write(bytes, to: fd, named: path)
+            try bytes.withUnsafeBytes { try output.write($0) }
         } catch {
-            _ = ftruncate(fd, 0)
+            output.discardWritten()
             throw error
         }
     }
@@ -68,9 +107,14 @@ enum Streams {
 
     /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
     static func write(_ bytes: [UInt8], to fd: Int32, named name: String, reporting: Bool = true) throws {
+        try bytes.withUnsafeBytes { try write($0, to: fd, named: name, reporting: reporting) }
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+    static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, named name: String, reporting: Bool = true) throws {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            let count = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if count < 0 {
                 if errno == EINTR { continue }
                 if !reporting { throw ExitCode(Failure.error) }

@@ -63,7 +63,7 @@ public struct AsyncBlobCache: Sendable {
         try await run { try $0.compact() }
     }
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable (BlobCache) throws -> T) async throws -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (BlobCache) throws -> T) async throws -> T {
         let cache = self.cache
         return try await Self.run { try body(cache) }
     }

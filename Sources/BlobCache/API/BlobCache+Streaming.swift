@@ -16,7 +16,11 @@ extension BlobCache {
 
     /// `startSet` of a key already validated (and made raw by a namespace).
     func startSet(forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> PendingSet {
-        let limit = try withOpenEngine { $0.limits.maxStoredBytes }
+        // The tighter of the cache's cap and its namespace's: a larger value could never be stored.
+        let limit = try withOpenEngine { engine -> Int? in
+            let caps = [engine.limits.maxStoredBytes, NamespaceKey.prefix(ofRawKey: key).flatMap { engine.namespaceLimits[$0] }]
+            return caps.compactMap { $0 }.min()
+        }
         return PendingSet(cache: self, key: key, expiry: expiry ?? defaultExpiry, pinned: pinned, limit: limit)
     }
 
@@ -32,7 +36,13 @@ extension BlobCache {
     @discardableResult
     public func set(contentsOf source: FileDescriptor, forKey key: String, expiry: Expiry? = nil,
                     pinned: Bool = false) throws -> BlobID {
-        let pending = try startSet(forKey: key, expiry: expiry, pinned: pinned)
+        try Self.validate(key)
+        return try set(contentsOf: source, forRawKey: key, expiry: expiry, pinned: pinned)
+    }
+
+    /// `set(contentsOf:forKey:)` of a raw key (a namespace's, or the cache's own).
+    func set(contentsOf source: FileDescriptor, forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> BlobID {
+        let pending = try startSet(forRawKey: key, expiry: expiry, pinned: pinned)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.streamChunk, alignment: 16)
         defer { buffer.deallocate() }
         while true {
@@ -127,7 +137,7 @@ extension BlobCache {
     ///     let found = try cache.forEachChunk(forKey: "video/42") { try socket.send($0) }
     public func forEachChunk(forKey key: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
         guard let reader = try openValue(forKey: key) else { return false }
-        while let chunk = try reader.next() { try chunk.withUnsafeBytes(body) }
+        try reader.forEachChunk(body)
         return true
     }
 
@@ -140,11 +150,9 @@ extension BlobCache {
     ///     defer { try? out.close() }
     ///     let found = try cache.write(forKey: "video/42", to: out)
     public func write(forKey key: String, to destination: FileDescriptor) throws -> Bool {
-        try forEachChunk(forKey: key) { chunk in
-            do { _ = try destination.writeAll(chunk) } catch {
-                throw BlobCacheError.io(operation: "write", path: "destination", errno: error as? Errno ?? .ioError)
-            }
-        }
+        guard let reader = try openValue(forKey: key) else { return false }
+        try reader.write(to: destination)
+        return true
     }
 
     /// A streamed read's damage, found part way: the entries are dropped when the file read is

@@ -1,3 +1,4 @@
+import SystemPackage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -84,6 +85,32 @@ extension BlobCache {
         ///     let bytes = try thumbnails.bytes(forKey: "photo/1")
         public func bytes(forKey key: String) throws -> [UInt8]? {
             try cache.bytes(forRawKey: rawKey(key))
+        }
+
+        /// Starts a set of `key` in this namespace whose value arrives in parts; see
+        /// `BlobCache.startSet(forKey:expiry:pinned:)`.
+        ///
+        ///     let upload = try thumbnails.startSet(forKey: "video/1")
+        public func startSet(forKey key: String, expiry: Expiry? = nil, pinned: Bool = false) throws -> PendingSet {
+            try cache.startSet(forRawKey: rawKey(key), expiry: expiry, pinned: pinned)
+        }
+
+        /// Stores everything `source` gives under `key` in this namespace; see
+        /// `BlobCache.set(contentsOf:forKey:expiry:pinned:)`.
+        ///
+        ///     try thumbnails.set(contentsOf: fd, forKey: "video/1")
+        @discardableResult
+        public func set(contentsOf source: FileDescriptor, forKey key: String, expiry: Expiry? = nil,
+                        pinned: Bool = false) throws -> BlobID {
+            try cache.set(contentsOf: source, forRawKey: rawKey(key), expiry: expiry, pinned: pinned)
+        }
+
+        /// Opens the value under `key` in this namespace for reading in checked chunks; see
+        /// `BlobCache.openValue(forKey:)`.
+        ///
+        ///     let reader = try thumbnails.openValue(forKey: "video/1")
+        public func openValue(forKey key: String) throws -> ValueReader? {
+            try cache.openValue(forRawKey: rawKey(key))
         }
 
         /// Whether `key` holds an unexpired value in this namespace (not counted as an access).

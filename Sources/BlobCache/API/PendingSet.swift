@@ -7,12 +7,13 @@
 /// dropped unfinished, or fails.
 ///
 /// A value over the cache's byte cap fails with `valueTooLarge` as soon as its stored bytes pass
-/// the cap, without reading further. Not for use by two threads at once.
+/// the cap, without reading further. One caller at a time: it may move between threads and
+/// tasks (so it is `Sendable`), but two must not append to it at once.
 ///
 ///     let upload = try cache.startSet(forKey: "video/42")
 ///     for try await part in body { try upload.append(part) }
 ///     let id = try upload.finish()
-public final class PendingSet {
+public final class PendingSet: @unchecked Sendable {
     private let cache: BlobCache
     private let key: String
     private let expiry: Expiry

@@ -1,4 +1,5 @@
 import Synchronization
+import SystemPackage
 
 /// A stored value read in checked chunks (`BlobCache.openValue(forKey:)`): each chunk is handed
 /// on only once it has passed its checks (checksum, under a key its tag, decoding), so a
@@ -47,6 +48,25 @@ public final class ValueReader: Sendable {
         case .failure(let damage):
             guard let info else { throw BlobCacheError.corruptBlob(id: BlobID(high: 0, low: 0), path: "", reason: damage.detail) }
             throw cache.streamedReadFailed(info, releases: releases, damage: damage)
+        }
+    }
+
+    /// Calls `body` with each remaining chunk, in order.
+    ///
+    ///     try reader.forEachChunk { try socket.send($0) }
+    public func forEachChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        while let chunk = try next() { try chunk.withUnsafeBytes(body) }
+    }
+
+    /// Writes the remaining chunks to `destination` from where it stands. A write error throws
+    /// `io` (operation `write`, path `destination`).
+    ///
+    ///     try reader.write(to: .standardOutput)
+    public func write(to destination: FileDescriptor) throws {
+        try forEachChunk { chunk in
+            do { _ = try destination.writeAll(chunk) } catch {
+                throw BlobCacheError.io(operation: "write", path: "destination", errno: error as? Errno ?? .ioError)
+            }
         }
     }
 
