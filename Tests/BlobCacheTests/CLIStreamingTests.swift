@@ -107,4 +107,28 @@ struct CLIStreamingTests {
         #expect(get.peakBytes <= 64 << 20, "get peak \(get.peakBytes)")
         #expect(try CLI(directory: cache).run(["ls", "--json"]).output.contains("4294967296"))
     }
+
+    @Test("import and export stream too: a 1 GiB file each way in at most 64 MiB; a damaged value leaves no exported file",
+          .disabled(if: !PeakMemory.measurable, "a sanitizer's shadow memory is not the program's"))
+    func importExportInBoundedMemory() throws {
+        let dir = TemporaryDirectory()
+        let cache = dir.appending("cache")
+        let tree = dir.appending("tree")
+        try FileManager.default.createDirectory(atPath: tree + "/sub", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: tree + "/sub/big", contents: nil))
+        #expect(truncate(tree + "/sub/big", off_t(1) << 30) == 0)
+        writeFile(tree + "/damaged", Samples.random(5_000_000, seed: 7))
+        let imported = try PeakMemory.run(executable, ["--dir", cache, "import", tree])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.peakBytes <= 64 << 20, "import peak \(imported.peakBytes)")
+        let id = BlobID(hashing: Samples.random(5_000_000, seed: 7))
+        let file = looseFile(cache, id)
+        flipByte(file, at: readFile(file).count / 2)
+        let out = dir.appending("out")
+        let exported = try PeakMemory.run(executable, ["--dir", cache, "export", out])
+        #expect(exported.peakBytes <= 64 << 20, "export peak \(exported.peakBytes)")
+        #expect(exported.status != 0 && exported.stderr.contains("damaged"), "\(exported.stderr)")
+        #expect((try? FileManager.default.attributesOfItem(atPath: out + "/sub/big")[.size] as? Int) == 1 << 30)
+        #expect(!FileManager.default.fileExists(atPath: out + "/damaged"))
+    }
 }

@@ -37,7 +37,7 @@ struct Export: ParsableCommand {
         let keys = try Failure.running { try space.keys() }.filter { $0.utf8.starts(with: prefix.utf8) }
             .map { String(decoding: $0.utf8.dropFirst(prefix.utf8.count), as: UTF8.self) }
         let plan = ExportPlan(keys: keys, destination: destination)
-        let writer = try Failure.running { try ExportWriter(destination: destination) { try space.bytes(forKey: prefix + $0) } }
+        let writer = try Failure.running { try ExportWriter(destination: destination) { try space.openValue(forKey: prefix + $0) } }
         let outcomes = writer.export(plan.accepted)
         var skipped = plan.refused.count, written = 0
         for (key, reason) in plan.refused { Failure.say("skipping key '\(BlobCache.escapedKey(key))': \(reason)") }

@@ -56,10 +56,10 @@ final class ExportWriter: @unchecked Sendable {
     }
 
     private let root: Int32
-    private let value: @Sendable (String) throws -> [UInt8]?
+    private let value: @Sendable (String) throws -> ValueReader?
 
-    /// Opens (creating it when missing) the destination; `value` reads a key's bytes.
-    init(destination: String, value: @escaping @Sendable (String) throws -> [UInt8]?) throws {
+    /// Opens (creating it when missing) the destination; `value` opens a key's value for reading.
+    init(destination: String, value: @escaping @Sendable (String) throws -> ValueReader?) throws {
         try Self.makeDirectories(destination)
         root = open(destination, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else { throw ExportError("cannot open \(destination): \(String(cString: strerror(errno)))") }
@@ -104,19 +104,23 @@ final class ExportWriter: @unchecked Sendable {
     }
 
     private func exportOne(_ key: String) -> Outcome {
-        let bytes: [UInt8]?
-        do { bytes = try value(key) } catch { return .failed("\(error)") }
-        guard let bytes else { return .gone }
+        let reader: ValueReader?
+        do { reader = try value(key) } catch { return .failed("\(error)") }
+        guard let reader else { return .gone }
         do {
-            try store(bytes, at: key)
+            try store(reader, at: key)
             return .written
+        } catch let error as BlobCacheError {
+            return .failed("\(error)")
         } catch {
             return .failed("cannot write it: \(error)")
         }
     }
 
-    /// Writes `bytes` to `relative` (components already checked: no `.`, `..` or empty one).
-    private func store(_ bytes: [UInt8], at relative: String) throws {
+    /// Writes the value `reader` reads to `relative` (components already checked: no `.`, `..`
+    /// or empty one), a checked piece at a time; a value that turns out damaged part way, or a
+    /// failed write, leaves no file behind.
+    private func store(_ reader: ValueReader, at relative: String) throws {
         // Split at every `/` byte, as `Export.isSafe` judged it: a `/` followed by a combining
         // mark is one `Character`, and a component holding it would reach `openat` with a `/`
         // inside, which follows whatever link is on the way.
@@ -133,14 +137,21 @@ final class ExportWriter: @unchecked Sendable {
         let fd = openat(directory, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
         guard fd >= 0 else { throw ExportError.fromErrno(name) }
         defer { close(fd) }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ExportError.fromErrno(name)
+        do {
+            try reader.forEachChunk { chunk in
+                var done = 0
+                while done < chunk.count {
+                    let n = write(fd, chunk.baseAddress! + done, chunk.count - done)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw ExportError.fromErrno(name)
+                    }
+                    done += n
+                }
             }
-            done += n
+        } catch {
+            unlinkat(directory, name, 0)
+            throw error
         }
     }
 

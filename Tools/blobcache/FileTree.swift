@@ -78,37 +78,51 @@ enum FileTree {
         return listing
     }
 
-    /// The bytes of the regular file at `path`, read to its end. Anything else is refused
-    /// before a byte is read: a pipe (opened without blocking, never read), a device, a
+    /// The regular file at `path`, opened for reading (the caller closes it). Anything else is
+    /// refused before a byte is read: a pipe (opened without blocking, never read), a device, a
     /// directory, and a symbolic link unless `followingLink` (a PATH a user named may be one;
     /// a file the walk found has been replaced by one meanwhile).
-    static func contents(ofRegularFile path: String, followingLink: Bool) throws -> [UInt8] {
+    static func openRegularFile(_ path: String, followingLink: Bool) throws -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLink ? 0 : O_NOFOLLOW))
         guard fd >= 0 else {
             if errno == ELOOP { throw Unreadable(description: "cannot read \(path): it is a symbolic link") }
             throw unreadable(path)
         }
-        defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw unreadable(path) }
+        guard fstat(fd, &info) == 0 else {
+            let error = unreadable(path)
+            close(fd)
+            throw error
+        }
         guard info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
             throw Unreadable(description: "cannot read \(path): it is not a regular file")
         }
-        // One byte more than its size, so that a file that has not grown ends in one read.
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
-        var length = 0
+        return fd
+    }
+
+    /// Stores the regular file at `path` under `key` in `space`, read a megabyte at a time (a
+    /// file of any size in bounded memory); returns its size. Unreadable: `Unreadable`; the
+    /// cache's refusal: its error.
+    static func store(_ path: String, followingLink: Bool, in space: KeySpace, key: String) throws -> Int {
+        let fd = try openRegularFile(path, followingLink: followingLink)
+        defer { close(fd) }
+        let pending = try space.startSet(forKey: key, expiry: nil, pinned: false)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { chunk.deallocate() }
         while true {
-            if length == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
-            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + length, $0.count - length) }
+            let got = read(fd, chunk.baseAddress, chunk.count)
             if got < 0 {
                 if errno == EINTR { continue }
-                throw unreadable(path)
+                let error = unreadable(path)
+                pending.cancel()
+                throw error
             }
             if got == 0 { break }
-            length += got
+            try pending.append(UnsafeRawBufferPointer(rebasing: chunk[..<got]))
         }
-        bytes.removeSubrange(length...)
-        return bytes
+        try pending.finish()
+        return pending.count
     }
 
     private enum Kind { case file, directory, link, special, other }

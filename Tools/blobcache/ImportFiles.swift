@@ -52,13 +52,10 @@ struct ImportFiles: Sendable {
     }
 
     private func store(_ file: File) -> Result<Int, Stop> {
-        let value: [UInt8]
-        do { value = try FileTree.contents(ofRegularFile: file.path, followingLink: file.followingLink) } catch {
-            return .failure(.unreadable("\(error)"))
-        }
         do {
-            _ = try space.set(value, forKey: file.key, expiry: nil, pinned: false)
-            return .success(value.count)
+            return .success(try FileTree.store(file.path, followingLink: file.followingLink, in: space, key: file.key))
+        } catch let error as FileTree.Unreadable {
+            return .failure(.unreadable("\(error)"))
         } catch {
             return .failure(.refused(error))
         }
