@@ -145,7 +145,12 @@ final class BlobStore: @unchecked Sendable {
             try io.requireRealShardDirectories(staged.shards)
             try io.rename(staged.temporary, to: staged.final)
         }
-        if synchronous { try io.syncDirectory(staged.final.removingLastComponent()) }
+        if synchronous {
+            try io.syncDirectory(staged.final.removingLastComponent())
+            // A rename between directories is durable only once both are: a streamed value is
+            // staged before its id (so its shard) is known.
+            if staged.isStagedOutsideItsShard { try io.syncDirectory(staged.temporary.removingLastComponent()) }
+        }
     }
 
     /// Appends a packed blob's record to the newest segment, starting a new one when full.

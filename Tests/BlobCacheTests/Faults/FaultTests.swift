@@ -14,7 +14,26 @@ struct FaultTests {
         let newLoose = Samples.random(15_000, seed: 7002)
         // Hashed on one core while another creates its staging file (EarlyStagingTests).
         let newLarge = Samples.random(Parallel.threshold + 4096, seed: 7003)
+        // Set from a stream: longer than a piece, so written as a pieced blob (format 4).
+        let newStreamed = Samples.random(PiecedBlobFormat.pieceSize * 2 + 5000, seed: 7004)
+        @Sendable func stream(_ value: [UInt8], into cache: BlobCache, forKey key: String) throws {
+            let pending = try cache.startSet(forKey: key)
+            for start in Swift.stride(from: 0, to: value.count, by: 700_000) {
+                try pending.append(Array(value[start..<min(start + 700_000, value.count)]))
+            }
+            try pending.finish()
+        }
         return [
+            FaultScenario(name: "stream set new", effects: ["new": .becomes(newStreamed)]) {
+                try stream(newStreamed, into: $0.cache, forKey: "new")
+            },
+            FaultScenario(name: "stream replace loose", effects: ["l0": .becomes(newStreamed)]) {
+                try stream(newStreamed, into: $0.cache, forKey: "l0")
+            },
+            FaultScenario(name: "stream set at the cap", limits: .init(maxStoredBytes: 3 << 20), mayDropOthers: true,
+                          effects: ["new": .becomes(newStreamed)]) {
+                try stream(newStreamed, into: $0.cache, forKey: "new")
+            },
             FaultScenario(name: "set new packed", effects: ["new": .becomes(newPacked)]) {
                 try $0.cache.set(newPacked, forKey: "new")
             },
