@@ -75,17 +75,14 @@ public final class PendingSet: @unchecked Sendable {
     public func finish() throws -> BlobID {
         guard !done else { throw BlobCacheError.setEnded }
         defer { cancel() }
-        guard var writer else {
+        guard let writer else {
             done = true
             return try cache.set(gathered, forRawKey: key, expiry: expiry, pinned: pinned)
         }
-        if !gathered.isEmpty {
-            try gathered.withUnsafeBytes { try writer.append($0) }
-            self.writer = writer
-        }
-        try checkCap(writer.storedBytes)
+        if !gathered.isEmpty { try writer.append(gathered) }
         let (info, staged) = try writer.finish()
         self.writer = nil
+        try checkCap(info.footprint, discarding: staged)
         done = true
         return try cache.publishStreamed(info: info, staged: staged, key: key, expiry: expiry, pinned: pinned)
     }
@@ -101,14 +98,21 @@ public final class PendingSet: @unchecked Sendable {
         gathered = []
     }
 
+    /// Hands the full piece to the writer (which hashes it here and writes it on its queue)
+    /// and starts the next one.
     private func writeGatheredPiece() throws {
-        if writer == nil { writer = try PiecedBlobWriter(pipeline: cache.pipeline) }
-        try gathered.withUnsafeBytes { try writer!.append($0) }
-        gathered.removeAll(keepingCapacity: true)
-        try checkCap(writer!.storedBytes)
+        let writer = try self.writer ?? PiecedBlobWriter(pipeline: cache.pipeline)
+        self.writer = writer
+        try writer.append(gathered)
+        gathered = []
+        gathered.reserveCapacity(PiecedBlobFormat.pieceSize)
+        try checkCap(writer.storedBytes)
     }
 
-    private func checkCap(_ stored: Int) throws {
-        if let limit, stored > limit { throw BlobCacheError.valueTooLarge(storedBytes: stored, limit: limit) }
+    /// Throws `valueTooLarge` once `stored` bytes are past the cap (deleting `staged`, when given).
+    private func checkCap(_ stored: Int, discarding staged: StagedLooseBlob? = nil) throws {
+        guard let limit, stored > limit else { return }
+        cache.pipeline.discard(staged)
+        throw BlobCacheError.valueTooLarge(storedBytes: stored, limit: limit)
     }
 }

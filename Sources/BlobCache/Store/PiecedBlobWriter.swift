@@ -1,69 +1,101 @@
+import Dispatch
+import Synchronization
 import SystemPackage
 
 /// Writes a value that arrives in pieces as a pieced loose blob (format version 4) into a
-/// staging file, holding one piece at a time: each piece is hashed into the blob id on one core
-/// while another compresses it, then checksummed (sealed, under a key) and written; the header,
-/// which needs the id and the totals, is written last, at the start of the file.
+/// staging file, a piece at a time: each piece is hashed into the blob id on the caller's
+/// thread while a serial queue compresses it, checksums it (seals it, under a key) and writes
+/// it, so reading the next piece, hashing and encoding overlap on two cores. At most two pieces
+/// are in flight. The header, which needs the id and the totals, is written last, at the start
+/// of the file.
 ///
-///     var writer = try PiecedBlobWriter(pipeline: pipeline)
+///     let writer = try PiecedBlobWriter(pipeline: pipeline)
 ///     try writer.append(firstMegabyte)
 ///     let (info, staged) = try writer.finish()
-struct PiecedBlobWriter {
+final class PiecedBlobWriter: @unchecked Sendable {
     let pipeline: BlobPipeline
     let file: StagingFile
     private let salt: UInt64
     private var hash: RunningBlobHash
     private(set) var rawLength = 0
     private(set) var pieceCount = 0
-    private var offset = Int64(PiecedBlobFormat.firstPieceOffset)
-    private var anyPieceCompressed = false
     /// A piece shorter than the piece size ends the value: nothing may follow it.
     private var ended = false
+    /// What the queue has written: the file's end, whether a piece was compressed, the first
+    /// failure (which ends the set).
+    private let written: Mutex<(offset: Int64, anyPieceCompressed: Bool, failure: (any Error)?)>
+    private let queue = DispatchQueue(label: "BlobCache.PiecedBlobWriter")
+    /// Pieces handed to the queue and not yet written, at most two.
+    private let slots = DispatchSemaphore(value: 2)
 
     /// Creates the staging file (in a shard directory picked at random, or `objects/`).
     init(pipeline: BlobPipeline) throws {
         self.pipeline = pipeline
-        let path = pipeline.files.stagingPath(in: pipeline.files.objects)
-        guard let file = pipeline.makeStagingFile() else {
+        if let file = pipeline.makeStagingFile() {
+            self.file = file
+        } else {
             // The random shard's create failed (or none exists): `objects/` itself, with its error.
+            let path = pipeline.files.stagingPath(in: pipeline.files.objects)
             self.file = StagingFile(path: path, descriptor: try pipeline.io.create(path))
-            self.salt = .random(in: 0 ... .max)
-            self.hash = RunningBlobHash(pipeline.hasher)
-            return
         }
-        self.file = file
-        self.salt = .random(in: 0 ... .max)
-        self.hash = RunningBlobHash(pipeline.hasher)
+        salt = .random(in: 0 ... .max)
+        hash = RunningBlobHash(pipeline.hasher)
+        written = Mutex((Int64(PiecedBlobFormat.firstPieceOffset), false, nil))
     }
 
-    /// Stored bytes so far (the file's size once finished, header included).
-    var storedBytes: Int { Int(offset) }
+    /// Stored bytes written so far (the file's size once finished, header included); a piece
+    /// still being encoded is not counted yet.
+    var storedBytes: Int { Int(written.withLock { $0.offset }) }
 
-    /// Hashes, encodes and writes the next piece: `PiecedBlobFormat.pieceSize` bytes, or fewer
-    /// for the last one.
-    mutating func append(_ piece: UnsafeRawBufferPointer) throws {
-        precondition(!ended && piece.count > 0 && piece.count <= PiecedBlobFormat.pieceSize, "pieces are full but the last")
-        var runningHash = hash
-        var encoded: (image: [UInt8], codec: CodecTag) = ([], .none)
+    /// Hashes the next piece here and hands it to the queue to encode and write: the piece
+    /// size, or fewer bytes for the last one. Throws the failure of an earlier piece's write.
+    func append(_ piece: [UInt8]) throws {
+        precondition(!ended && !piece.isEmpty && piece.count <= PiecedBlobFormat.pieceSize, "pieces are full but the last")
+        try throwFailure()
+        slots.wait()
         let encoder = PieceEncoder(pipeline: pipeline, salt: salt, index: pieceCount)
-        Parallel.run([{ runningHash.update(piece) }, { encoded = encoder.encode(piece) }])
-        hash = runningHash
-        let image = encoded.image
-        if encoded.codec != .none { anyPieceCompressed = true }
-        try image.withUnsafeBytes { try pipeline.io.writeAll(file.descriptor, $0, at: offset, path: file.path) }
-        offset += Int64(image.count)
+        queue.async { [self] in
+            defer { slots.signal() }
+            guard written.withLock({ $0.failure == nil }) else { return }
+            let (image, codec) = piece.withUnsafeBytes { encoder.encode($0) }
+            do {
+                let offset = written.withLock { $0.offset }
+                try image.withUnsafeBytes { try pipeline.io.writeAll(file.descriptor, $0, at: offset, path: file.path) }
+                written.withLock {
+                    $0.offset += Int64(image.count)
+                    if codec != .none { $0.anyPieceCompressed = true }
+                }
+            } catch {
+                written.withLock { $0.failure = error }
+            }
+        }
+        piece.withUnsafeBytes { hash.update($0) }
         rawLength += piece.count
         pieceCount += 1
         if piece.count < PiecedBlobFormat.pieceSize { ended = true }
     }
 
-    /// Closes and deletes the staging file: the value will not be published.
-    func discard() { pipeline.discard(file) }
+    private func throwFailure() throws {
+        if let failure = written.withLock({ $0.failure }) { throw failure }
+    }
 
-    /// Writes the header, fsyncs when sets are synchronous, closes the file and names the
-    /// blob; the caller publishes or discards the staged file.
-    mutating func finish() throws -> (info: BlobInfo, staged: StagedLooseBlob) {
+    /// Waits for the pieces in flight.
+    private func drain() { queue.sync {} }
+
+    /// Closes and deletes the staging file: the value will not be published.
+    func discard() {
+        drain()
+        pipeline.discard(file)
+    }
+
+    /// Waits for the pieces in flight, then writes the header, fsyncs when sets are
+    /// synchronous, closes the file and names the blob; the caller publishes or discards the
+    /// staged file (on a throw, `discard()`).
+    func finish() throws -> (info: BlobInfo, staged: StagedLooseBlob) {
+        drain()
+        try throwFailure()
         let id = hash.finish()
+        let (end, anyPieceCompressed, _) = written.withLock { $0 }
         let codec: CodecTag = anyPieceCompressed ? Self.codec(of: pipeline).tag : .none
         var head = BinaryWriter(capacity: LooseBlobFormat.checkedHeaderSize)
         head.append(LooseBlobFormat.magic)
@@ -72,7 +104,7 @@ struct PiecedBlobWriter {
         head.append(pipeline.cipher == nil ? 0 : LooseBlobFormat.sealedFlag)
         head.append(UInt8(0))
         head.append(UInt64(rawLength))
-        head.append(UInt64(offset - Int64(LooseBlobFormat.headerSize)))
+        head.append(UInt64(end - Int64(LooseBlobFormat.headerSize)))
         let unbound = PiecedBlobFormat.Prologue(pieceSize: PiecedBlobFormat.pieceSize, pieceCount: pieceCount, salt: salt, binding: 0)
         let binding = pipeline.cipher?.binding(of: id, fields: head.bytes + unbound.bytes.prefix(16)) ?? 0
         let prologue = PiecedBlobFormat.Prologue(pieceSize: PiecedBlobFormat.pieceSize, pieceCount: pieceCount, salt: salt,
@@ -92,7 +124,7 @@ struct PiecedBlobWriter {
         try image.withUnsafeBytes { try pipeline.io.writeAll(file.descriptor, $0, at: 0, path: file.path) }
         if pipeline.synchronous { try pipeline.io.sync(file.descriptor, path: file.path) }
         pipeline.io.close(file.descriptor)
-        let info = BlobInfo(id: id, codec: codec, rawLength: rawLength, payloadLength: Int(offset) - LooseBlobFormat.headerSize,
+        let info = BlobInfo(id: id, codec: codec, rawLength: rawLength, payloadLength: Int(end) - LooseBlobFormat.headerSize,
                             place: .loose)
         return (info, StagedLooseBlob(temporary: file.path, final: pipeline.files.loosePath(of: id)))
     }
