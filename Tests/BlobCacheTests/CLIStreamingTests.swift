@@ -91,7 +91,7 @@ struct CLIStreamingTests {
         #expect(try CLI(directory: cache).run(["get", "big"]).status == 1)
     }
 
-    @Test("a 4 GiB value goes through put and get in at most 64 MiB of memory",
+    @Test("a 4 GiB value goes through put, get and fsck in at most 64 MiB of memory",
           .disabled(if: !PeakMemory.measurable, "a sanitizer's shadow memory is not the program's"))
     func fourGiBInBoundedMemory() throws {
         let dir = TemporaryDirectory()
@@ -106,6 +106,9 @@ struct CLIStreamingTests {
         #expect(get.status == 0, "\(get.stderr)")
         #expect(get.peakBytes <= 64 << 20, "get peak \(get.peakBytes)")
         #expect(try CLI(directory: cache).run(["ls", "--json"]).output.contains("4294967296"))
+        let fsck = try PeakMemory.run(executable, ["--dir", cache, "fsck"])
+        #expect(fsck.status == 0, "\(fsck.stderr)")
+        #expect(fsck.peakBytes <= 64 << 20, "fsck peak \(fsck.peakBytes)")
     }
 
     @Test("import and export stream too: a 1 GiB file each way in at most 64 MiB; a damaged value leaves no exported file",

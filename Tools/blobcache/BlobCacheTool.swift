@@ -38,6 +38,9 @@ struct BlobCacheTool: ParsableCommand {
         }
         let arguments = GlobalOptions.hoisted(given)
         Streams.checkStandardOutputAtExit()
+        // Every command, whether it opens the cache or not (fsck reads the directory itself).
+        if arguments.contains(where: { $0 == "-v" || $0 == "--verbose" }),
+           !arguments.contains(where: { $0 == "-q" || $0 == "--quiet" }) { ProcessMemory.reportAtExit() }
         if let first = arguments.first, !first.hasPrefix("-"), first != "help",
            !configuration.subcommands.contains(where: { $0._commandName == first }) {
             Streams.writeStandardError("blobcache: unknown command '\(first)'; see 'blobcache --help'\n")

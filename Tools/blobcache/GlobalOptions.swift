@@ -175,7 +175,6 @@ struct GlobalOptions: ParsableArguments {
         configuration.lockTimeout = try lockTimeout
         configuration.encryption = try encryption
         configuration.logger = CommandLog.logger(quiet: quiet, verbose: verbose)
-        if verbose && !quiet { ProcessMemory.reportAtExit() }
 #if BLOBCACHE_NETWORK
         configuration.remote = try remoteStore()
         if let remoteKeyFile {

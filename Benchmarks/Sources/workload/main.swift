@@ -6,7 +6,7 @@ import BlobCache
 import Foundation
 
 let usage = """
-    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6,dedup2,dedup3]
+    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6,dedup2,dedup3,w3stream,big]
                     [--workloads remote --remote URL]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
@@ -78,6 +78,8 @@ struct Options {
     var remote: String?
     /// Whether BlobCache runs with encryption at rest (`--encrypt`; a fresh key per run).
     var encrypted = false
+    /// Whether puts and gets go through the streaming calls (`StreamingEngine`).
+    var streaming = false
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -190,10 +192,12 @@ func freshDirectory(_ base: String, _ name: String) -> String {
 
 func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil, memoryLimit: Int? = nil) throws -> Engine {
     switch options.engine {
-    case "blobcache": return try BlobCacheEngine(directory: directory, maxBytes: maxBytes,
-                                                 compression: options.compression ?? CompressionPolicy(codec: options.codec),
-                                                 packThreshold: options.packThreshold, memoryLimit: memoryLimit,
-                                                 encryption: options.encrypted ? .aesGCM(key: benchmarkKey) : nil)
+    case "blobcache":
+        let engine = try BlobCacheEngine(directory: directory, maxBytes: maxBytes,
+                                         compression: options.compression ?? CompressionPolicy(codec: options.codec),
+                                         packThreshold: options.packThreshold, memoryLimit: memoryLimit,
+                                         encryption: options.encrypted ? .aesGCM(key: benchmarkKey) : nil)
+        return options.streaming ? StreamingEngine(engine) : engine
     case "rawfs": return try RawFilesystemEngine(directory: directory)
     default: throw WorkloadError.usage("unknown engine \(options.engine)")
     }
@@ -291,6 +295,12 @@ func run(_ options: Options) throws -> [Measurement] {
                     UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
                 }
             }
+        case "w3stream":
+            guard options.engine == "blobcache" else { continue }
+            results += try w3Streaming(options)
+        case "big":
+            guard options.engine == "blobcache" else { continue }
+            results += try bigValues(options)
         case "presets":
             guard options.engine == "blobcache" else { continue }
             results += try presets(options, corpus: corpus!)

@@ -283,6 +283,7 @@ struct CacheChecker {
     /// cannot be checked).
     private static func verifyLoose(_ id: BlobID, at path: CachePath, fast: Bool, io: FileIO,
                                     cipher: CacheCipher?) -> (BlobDamage?, Int, LooseBlobFormat.Header?) {
+        if let pieced = verifyPieced(id, at: path, fast: fast, io: io, cipher: cipher) { return pieced }
         let checked = try? MappedFile.withContents(of: path, io: io) { bytes -> (BlobDamage?, Int, LooseBlobFormat.Header?) in
             let header = try? LooseBlobFormat.parseHeader(bytes).get()
             switch LooseBlobFormat.decode(file: bytes, expecting: nil, id: id, cipher: cipher) {
@@ -297,6 +298,40 @@ struct CacheChecker {
             }
         }
         return checked ?? (.missing("unreadable"), 0, nil)
+    }
+
+    /// `verifyLoose` of a pieced blob (format 4), read and hashed a piece at a time so that a
+    /// value of any size is checked in bounded memory; `nil` when the file is not one.
+    private static func verifyPieced(_ id: BlobID, at path: CachePath, fast: Bool, io: FileIO,
+                                     cipher: CacheCipher?) -> (BlobDamage?, Int, LooseBlobFormat.Header?)? {
+        guard let fd = try? io.openIfExists(path) else { return nil }
+        defer { io.close(fd) }
+        guard let head = try? io.read(fd, count: LooseBlobFormat.headerSize, at: 0, path: path),
+              head.count == LooseBlobFormat.headerSize, head[4] == PiecedBlobFormat.version,
+              let size = try? io.fileSize(fd, path: path) else { return nil }
+        let header = try? head.withUnsafeBytes { LooseBlobFormat.parseHeader($0) }.get()
+        // Without the key a sealed blob's pieces are checked by their checksums only.
+        let opened = Result { try PiecedBlobReader.open(fd, path: path, io: io, expecting: nil, id: id, cipher: cipher) }
+        var reader: PiecedBlobReader
+        switch opened {
+        case .failure: return (.missing("unreadable"), 0, header)
+        case .success(.failure(.sealing)) where cipher == nil && header?.sealed == true: return (nil, Int(size), header)
+        case .success(.failure(let damage)): return (damage, Int(size), header)
+        case .success(.success(let opened)): reader = opened
+        }
+        var hash = RunningBlobHash(BlobHasher(cipher))
+        while true {
+            switch Result(catching: { try reader.next() }) {
+            case .failure: return (.missing("unreadable"), Int(size), header)
+            case .success(.failure(let damage)): return (damage, Int(size), header)
+            case .success(.success(let piece?)): if !fast { piece.withUnsafeBytes { hash.update($0) } }
+            case .success(.success(nil)):
+                if !fast, case let actual = hash.finish(), actual != id {
+                    return (.digest("content hashes to \(actual), not its name"), Int(size), header)
+                }
+                return (nil, Int(size), header)
+            }
+        }
     }
 
     private mutating func checkPacks(_ segments: [(number: UInt32, path: CachePath)], index: CacheIndex?, packs: CachePath) {

@@ -248,4 +248,18 @@ struct StreamingTests {
         while let chunk = try reader.next() { all += chunk }
         #expect(all == Self.value)
     }
+
+    @Test("fsck checks a pieced blob's content against its name, a piece at a time")
+    func fsckFindsAPiecedBlobUnderAnotherName() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path)
+        let id = try streamIn(cache, Self.value, forKey: "big", in: dir)
+        let otherID = try streamIn(cache, Samples.random(3_000_000, seed: 11), forKey: "other", in: dir)
+        try cache.close()
+        try FileManager.default.removeItem(atPath: looseFile(dir.path, id))
+        try FileManager.default.copyItem(atPath: looseFile(dir.path, otherID), toPath: looseFile(dir.path, id))
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.contains { $0.subject == id.hex && $0.detail.contains("hashes to \(otherID)") }, "\(report.findings)")
+        #expect(report.blobsChecked == 2)
+    }
 }
