@@ -24,12 +24,13 @@ build=()
 # stress test, snapshot restores (three tasks at once), replays (CRCs checked on another core),
 # async and single-flight callers,
 # observers, the memory tier's async reads, sets racing a rekey, and every large-value path that
-# hashes, compresses, reads or decodes on every core.
-THREAD_TESTS='StressTests/|CheckpointTests/checkpointsAmidThreads|EarlyStagingTests/|SnapshotTests/|ReplayTests/|HostileBytesTests/forgedSnapshot|APITests/(asyncAccess|threads|codableChoices)|SingleFlightTests/|ObserverTests/|MemoryTierTests/asyncReadsFromMemory|NamespaceTests/asyncForms|StatisticsTests/metricsAndLogging|EncryptionDefectTests/setsRacingARekey|OpenWhileDecodingTests/|RawReadTests/|CodecTests/(damagedLargeLZ4|parallelFrameMatchesLZ4F)|BlobStoreTests/(largeLooseCorruption|largeValues)'
+# hashes, compresses, reads or decodes on every core, or streams a value (a writer's queue, a
+# reader moved between threads).
+THREAD_TESTS='StreamingTests/|StressTests/|CheckpointTests/checkpointsAmidThreads|EarlyStagingTests/|SnapshotTests/|ReplayTests/|HostileBytesTests/forgedSnapshot|APITests/(asyncAccess|threads|codableChoices)|SingleFlightTests/|ObserverTests/|MemoryTierTests/asyncReadsFromMemory|NamespaceTests/asyncForms|StatisticsTests/metricsAndLogging|EncryptionDefectTests/setsRacingARekey|OpenWhileDecodingTests/|RawReadTests/|CodecTests/(damagedLargeLZ4|parallelFrameMatchesLZ4F)|BlobStoreTests/(largeLooseCorruption|largeValues)'
 # Left out under AddressSanitizer: the suites whose work is in child processes (the CLI, SIGKILLed
 # writers and rekeys), whose code the in-process suites run too, and the saved fuzz inputs, which
 # Tools/fuzz.sh replays under AddressSanitizer.
-ADDRESS_SKIP='CrashTests/|RekeyTests/|CLITests/|CLIEdgeTests/|EncryptionCLITests/|FsckTests/|BoundedResourcesTests/|FuzzCorpusTests/|MultiProcessTests/(writersKilledMidRun|cappedWritersKilledMidRun|lockWait)'
+ADDRESS_SKIP='CrashTests/|RekeyTests/|CLITests/|CLIStreamingTests/|CLIEdgeTests/|EncryptionCLITests/|FsckTests/|BoundedResourcesTests/|FuzzCorpusTests/|MultiProcessTests/(writersKilledMidRun|cappedWritersKilledMidRun|lockWait)'
 if [[ ${1:-} == --sanitize ]]; then
   sanitizer=${2:?"--sanitize takes thread or address"}
   shift 2

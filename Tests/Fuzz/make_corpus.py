@@ -49,6 +49,12 @@ segments = sorted(p for p in os.listdir(os.path.join(cache, "packs")) if p.endsw
 segment = read(os.path.join(cache, "packs", segments[0]))
 loose = next(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache, "objects")) for f in fs)
 
+# A value longer than a piece, set from a stream: a pieced blob (format 4), compressible so the
+# file stays small.
+run("put", "pieced", stdin=(b"pieced value " * 200000)[:2500000])
+pieced = next(p for p in (os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache, "objects")) for f in fs)
+              if read(p)[4] == 4)
+
 # journal: mode 0 is the file as it is; mode 1 the records as (length, kind, payload) triples
 # that the target frames with valid CRCs.
 save("journal", "journal", b"\x00" + journal)
@@ -77,6 +83,9 @@ save("packRecord", "sealed-codec1", b"\x02" + struct.pack("<Q", len(value)) + b"
 # current format, saved as file-format3*, and reads both.)
 save("looseBlob", "file-format3", b"\x00" + read(loose))
 save("looseBlob", "file-format3-with-record", b"\x01" + read(loose))
+save("looseBlob", "file-format4", b"\x00" + read(pieced))
+save("looseBlob", "file-format4-with-record", b"\x01" + read(pieced))
+save("looseBlob", "file-format4-forged", b"\x03" + read(pieced))
 for codec, payload in ((0, value), (1, lz4_payload), (2, zlib.compress(value, 9))):
     save("looseBlob", "sealed-codec%d" % codec, b"\x02" + struct.pack("<Q", len(value)) + bytes([codec]) + payload)
 

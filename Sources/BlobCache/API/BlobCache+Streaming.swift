@@ -1,4 +1,7 @@
 import SystemPackage
+// The streaming calls take and give swift-system's `FileDescriptor`: `import BlobCache` is
+// enough to call them.
+@_exported import struct SystemPackage.FileDescriptor
 
 extension BlobCache {
     // MARK: Setting a value from a stream

@@ -22,7 +22,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .journal: Self.journal(rest, sealed: mode & 1 == 1)
         case .packRecord: Self.packRecord(rest, mode: mode % 3)
-        case .looseBlob: Self.looseBlob(rest, mode: mode % 3)
+        case .looseBlob: Self.looseBlob(rest, mode: mode % 4)
         case .snapshot: Self.snapshot(rest, sealed: mode & 1 == 1)
         case .config: _ = try? BlobCache.parseLimits(Array(input), path: CachePath("config"))
         case .stats: _ = BlobCache.Counters.parse(Array(input))
@@ -129,6 +129,19 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             _ = PackFormat.decode(record: input, expecting: info, cipher: nil)
             _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher)
             _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher, checking: .tagWhenSealed)   // as a get
+        case 3:
+            // A pieced blob (format 4) whose header and piece checksums are recomputed over the
+            // input (a forgery): only the bounds and consistency checks stand between the bytes
+            // and a value.
+            var file = Array(input)
+            guard PiecedBlobFormat.forgeChecksums(&file) else { return }
+            file.withUnsafeBytes { bytes in
+                _ = LooseBlobFormat.decode(file: bytes, expecting: nil, cipher: nil)
+                guard case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return }
+                let info = BlobInfo(id: BlobID(hashing: []), codec: header.codec, rawLength: header.rawLength,
+                                    payloadLength: header.payloadLength, place: .loose)
+                _ = LooseBlobFormat.decode(file: bytes, expecting: info, cipher: nil)
+            }
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
             var record = [UInt8](repeating: 0, count: PackFormat.recordHeaderSize) + Array(payload)
@@ -157,7 +170,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     /// Mode 0: a loose file with no index record (fsck, adoption). Mode 1: with an index
     /// record claiming lengths from its own header, also read as a get reads it (in place).
     /// Mode 2: a payload sealed into a file with a valid checksum and a claimed value length,
-    /// decoded both ways.
+    /// decoded both ways. Mode 3: a pieced blob with its checksums forged.
     private static func looseBlob(_ input: UnsafeRawBufferPointer, mode: UInt8) {
         switch mode {
         case 0:
@@ -172,6 +185,19 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             var own = Array(input)
             _ = own.withUnsafeMutableBytes {
                 LooseBlobFormat.decode(file: .owned($0), expecting: info, cipher: fuzzCipher, checking: .tagWhenSealed)
+            }
+        case 3:
+            // A pieced blob (format 4) whose header and piece checksums are recomputed over the
+            // input (a forgery): only the bounds and consistency checks stand between the bytes
+            // and a value.
+            var file = Array(input)
+            guard PiecedBlobFormat.forgeChecksums(&file) else { return }
+            file.withUnsafeBytes { bytes in
+                _ = LooseBlobFormat.decode(file: bytes, expecting: nil, cipher: nil)
+                guard case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return }
+                let info = BlobInfo(id: BlobID(hashing: []), codec: header.codec, rawLength: header.rawLength,
+                                    payloadLength: header.payloadLength, place: .loose)
+                _ = LooseBlobFormat.decode(file: bytes, expecting: info, cipher: nil)
             }
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
@@ -207,5 +233,33 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         }
         guard var index = IndexSnapshot.restore(file, header: header) else { return }
         exercise(&index)
+    }
+}
+
+extension PiecedBlobFormat {
+    /// Recomputes a pieced blob's header checksum and every piece's checksum that its own
+    /// lengths let it reach, as a forger would; `false` when `file` is not a pieced blob.
+    static func forgeChecksums(_ file: inout [UInt8]) -> Bool {
+        guard file.count >= firstPieceOffset, file[4] == version else { return false }
+        let checksum = file.withUnsafeBytes {
+            headerChecksum(head: UnsafeRawBufferPointer(rebasing: $0[..<LooseBlobFormat.checkedHeaderSize]),
+                           prologue: UnsafeRawBufferPointer(rebasing: $0[LooseBlobFormat.headerSize..<firstPieceOffset]))
+        }
+        withUnsafeBytes(of: checksum.littleEndian) { file.replaceSubrange(24..<32, with: $0) }
+        let salt = file.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: LooseBlobFormat.headerSize + 8, as: UInt64.self) }
+        var offset = firstPieceOffset
+        while offset + pieceHeaderSize <= file.count {
+            let stored = Int(file.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) })
+            let end = offset + pieceHeaderSize + stored
+            guard end <= file.count else { break }
+            var head = withUnsafeBytes(of: salt) { Array($0) }
+            head += file[offset..<offset + 16]
+            let sum = file.withUnsafeBytes { all in
+                head.withUnsafeBytes { XXH3.hash(UnsafeRawBufferPointer(rebasing: all[(offset + pieceHeaderSize)..<end]), after: $0) }
+            }
+            withUnsafeBytes(of: sum.littleEndian) { file.replaceSubrange(offset + 16..<offset + 24, with: $0) }
+            offset = end
+        }
+        return true
     }
 }

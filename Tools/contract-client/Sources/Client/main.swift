@@ -83,6 +83,54 @@ try plist.set(Profile(name: "Bob"), forKey: "q")
 let bob = try await plist.value(forKey: "q") { Profile(name: "never") }
 precondition(bob == Profile(name: "Bob"))
 
+// Values of any size: streamed sets and reads.
+let large = [UInt8]((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) })
+let upload: PendingSet = try cache.startSet(forKey: "big", expiry: nil, pinned: false)
+try upload.append(Array(large[..<1_500_000]))
+try large[1_500_000...].withUnsafeBytes { try upload.append($0) }
+let bigID: BlobID = try upload.finish()
+precondition(bigID == BlobID(hashing: large) && upload.count == large.count)
+let reader: ValueReader? = try cache.openValue(forKey: "big")
+var streamed: [UInt8] = []
+while let chunk = try reader?.next() { streamed += chunk }
+precondition(reader?.length == large.count && streamed == large)
+var chunked = 0
+let found: Bool = try cache.forEachChunk(forKey: "big") { chunked += $0.count }
+precondition(found && chunked == large.count)
+let sourcePath = directory + ".source"
+FileManager.default.createFile(atPath: sourcePath, contents: Data(large))
+let source = try FileDescriptor.open(sourcePath, .readOnly)
+_ = try cache.set(contentsOf: source, forKey: "from-fd", expiry: nil, pinned: false)
+try source.close()
+let sink = try FileDescriptor.open(sourcePath + ".out", .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
+let wrote: Bool = try cache.write(forKey: "from-fd", to: sink)
+try sink.close()
+precondition(wrote && FileManager.default.contents(atPath: sourcePath + ".out") == Data(large))
+let asyncUpload: AsyncPendingSet = try await cache.async.startSet(forKey: "async-big")
+try await asyncUpload.append(large)
+_ = try await asyncUpload.finish()
+let fromSequence = AsyncStream<[UInt8]> { continuation in
+    continuation.yield(Array(large[..<1_000_000]))
+    continuation.yield(Array(large[1_000_000...]))
+    continuation.finish()
+}
+_ = try await cache.async.set(chunks: fromSequence, forKey: "async-seq")
+if let chunks: ValueChunks = try await cache.async.chunks(forKey: "async-seq") {
+    var total = 0
+    for try await chunk in chunks { total += chunk.count }
+    precondition(total == chunks.length && total == large.count)
+}
+let devNull = try FileDescriptor.open("/dev/null", .writeOnly)
+let wroteAsync: Bool = try await cache.async.write(forKey: "async-seq", to: devNull)
+try devNull.close()
+precondition(wroteAsync)
+let nsUpload = try ns.startSet(forKey: "streamed")
+try nsUpload.append([1, 2, 3])
+try nsUpload.finish()
+precondition(try ns.openValue(forKey: "streamed")?.next() == [1, 2, 3])
+try? FileManager.default.removeItem(atPath: sourcePath)
+try? FileManager.default.removeItem(atPath: sourcePath + ".out")
+
 try cache.close()
 try? FileManager.default.removeItem(atPath: directory)
 print("client: ok")
