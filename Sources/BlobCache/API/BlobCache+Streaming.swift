@@ -120,7 +120,7 @@ extension BlobCache {
             guard let (info, location) = try engine.currentBlob(forKey: key) else { return nil }
             switch try pipeline.openChunks(info, at: location) {
             case .success(let read): return .success((read, info, engine.releases))
-            case .failure(let damage): return .failure(engine.streamedReadFailed(info, releases: engine.releases, damage: damage))
+            case .failure(let damage): return .failure(engine.streamedReadFailed(info, releases: engine.releases, file: nil, damage: damage))
             }
         }
         switch reopened {
@@ -160,8 +160,8 @@ extension BlobCache {
 
     /// A streamed read's damage, found part way: the entries are dropped when the file read is
     /// the blob's own (`streamedReadFailed`), and the error is returned to be thrown.
-    func streamedReadFailed(_ info: BlobInfo, releases: UInt64, damage: BlobDamage) -> BlobCacheError {
-        let error = (try? perform { $0.streamedReadFailed(info, releases: releases, damage: damage) })
+    func streamedReadFailed(_ info: BlobInfo, releases: UInt64, file: FileIdentity?, damage: BlobDamage) -> BlobCacheError {
+        let error = (try? perform { $0.streamedReadFailed(info, releases: releases, file: file, damage: damage) })
             ?? .corruptBlob(id: info.id, path: "", reason: damage.detail)
         telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
         return error

@@ -22,6 +22,8 @@ public final class ValueReader: Sendable {
     /// its file was opened: what a damage report needs to drop the right entries.
     private let info: BlobInfo?
     private let releases: UInt64
+    /// The file read, when it is a pieced blob's.
+    private let file: FileIdentity?
 
     init(cache: BlobCache, read: ChunkedRead, info: BlobInfo?, releases: UInt64) {
         self.length = read.rawLength
@@ -29,6 +31,7 @@ public final class ValueReader: Sendable {
         self.cache = cache
         self.info = info
         self.releases = releases
+        self.file = read.file
     }
 
     /// The next checked chunk of the value, `nil` after the last (an empty value has none).
@@ -47,7 +50,7 @@ public final class ValueReader: Sendable {
         case .success(let chunk): return chunk
         case .failure(let damage):
             guard let info else { throw BlobCacheError.corruptBlob(id: BlobID(high: 0, low: 0), path: "", reason: damage.detail) }
-            throw cache.streamedReadFailed(info, releases: releases, damage: damage)
+            throw cache.streamedReadFailed(info, releases: releases, file: file, damage: damage)
         }
     }
 

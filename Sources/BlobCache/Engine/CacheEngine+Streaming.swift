@@ -103,10 +103,12 @@ extension CacheEngine {
     }
 
     /// After a streamed read found `info`'s blob damaged part way: drops its entries when the
-    /// index still holds that blob and no blob was released since the read opened its file
-    /// (`releases`), so the file read is the blob's own. Returns the error to throw.
-    func streamedReadFailed(_ info: BlobInfo, releases: UInt64, damage: BlobDamage) -> BlobCacheError {
-        if self.releases == releases, let current = index.blob(info.id), current.info.place == info.place {
+    /// file read is the blob's own, which holds when no blob was released since the read opened
+    /// it (`releases`), or when the index still places the blob there and the file at its name
+    /// is the one read (`file`: device and inode). Returns the error to throw.
+    func streamedReadFailed(_ info: BlobInfo, releases: UInt64, file: FileIdentity?, damage: BlobDamage) -> BlobCacheError {
+        if let current = index.blob(info.id), current.info.place == info.place,
+           self.releases == releases || file != nil && io.status(store.files.loosePath(of: info.id)).map(FileIdentity.init) == file {
             dropEntries(of: info.id)
             counters.corruptReads += 1
         }

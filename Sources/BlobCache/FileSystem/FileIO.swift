@@ -164,6 +164,9 @@ struct FileIO: Sendable {
     /// The status of `path` (a link is not followed), or `nil` when it cannot be had.
     func status(_ path: CachePath) -> stat? { try? system.status(path) }
 
+    /// The status of an open file, `nil` when it cannot be had.
+    func status(_ fd: FileDescriptor) -> stat? { try? system.status(fd) }
+
     /// Flushes a file's data and metadata to stable storage.
     func sync(_ fd: FileDescriptor, path: CachePath) throws {
         do { try system.sync(fd) } catch {

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SystemPackage
 
 /// A stored value handed on in checked chunks: a pieced loose blob piece by piece, from a file
@@ -16,10 +23,14 @@ final class ChunkedRead {
     private let close: () -> Void
     /// The value's length.
     let rawLength: Int
+    /// The file read (device and inode), for a pieced blob: what damage found part way is
+    /// checked against before the blob's entries are dropped.
+    let file: FileIdentity?
 
-    private init(_ source: Source, rawLength: Int, close: @escaping () -> Void) {
+    private init(_ source: Source, rawLength: Int, file: FileIdentity? = nil, close: @escaping () -> Void) {
         self.source = source
         self.rawLength = rawLength
+        self.file = file
         self.close = close
     }
 
@@ -45,7 +56,19 @@ final class ChunkedRead {
 
     /// Reads a pieced blob through `fd`, which it closes when done.
     static func pieces(_ reader: PiecedBlobReader, closing fd: FileDescriptor, io: FileIO) -> ChunkedRead {
-        ChunkedRead(.pieces(reader), rawLength: reader.rawLength, close: { io.close(fd) })
+        ChunkedRead(.pieces(reader), rawLength: reader.rawLength, file: io.status(fd).map(FileIdentity.init),
+                    close: { io.close(fd) })
+    }
+}
+
+/// A file's identity: its device and inode.
+struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ status: stat) {
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
     }
 }
 
