@@ -50,6 +50,21 @@ extension CacheEngine {
     func dropEntriesWithDamagedBlobs() throws {
         var damaged = Set<BlobID>()
         for (id, blob) in index.storedBlobs {
+            // A pieced blob (format 4) a piece at a time: a value of any size in bounded memory.
+            if case .loose = blob.info.place,
+               let pieced = PiecedBlobReader.verifyFile(at: files.loosePath(of: id), io: io, id: id, cipher: pipeline.cipher) {
+                guard pieced.damage == nil, let header = pieced.header else {
+                    damaged.insert(id)
+                    continue
+                }
+                if header.codec != blob.info.codec || header.payloadLength != blob.info.payloadLength {
+                    let corrected = BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
+                                             payloadLength: header.payloadLength, place: .loose)
+                    index.relocate(corrected)
+                    journal.append(.relocate(corrected))
+                }
+                continue
+            }
             switch try pipeline.read(blob.info, at: try store.location(of: blob.info), checking: .everything) {
             case .failure:
                 damaged.insert(id)

@@ -304,34 +304,10 @@ struct CacheChecker {
     /// value of any size is checked in bounded memory; `nil` when the file is not one.
     private static func verifyPieced(_ id: BlobID, at path: CachePath, fast: Bool, io: FileIO,
                                      cipher: CacheCipher?) -> (BlobDamage?, Int, LooseBlobFormat.Header?)? {
-        guard let fd = try? io.openIfExists(path) else { return nil }
-        defer { io.close(fd) }
-        guard let head = try? io.read(fd, count: LooseBlobFormat.headerSize, at: 0, path: path),
-              head.count == LooseBlobFormat.headerSize, head[4] == PiecedBlobFormat.version,
-              let size = try? io.fileSize(fd, path: path) else { return nil }
-        let header = try? head.withUnsafeBytes { LooseBlobFormat.parseHeader($0) }.get()
-        // Without the key a sealed blob's pieces are checked by their checksums only.
-        let opened = Result { try PiecedBlobReader.open(fd, path: path, io: io, expecting: nil, id: id, cipher: cipher) }
-        var reader: PiecedBlobReader
-        switch opened {
-        case .failure: return (.missing("unreadable"), 0, header)
-        case .success(.failure(.sealing)) where cipher == nil && header?.sealed == true: return (nil, Int(size), header)
-        case .success(.failure(let damage)): return (damage, Int(size), header)
-        case .success(.success(let opened)): reader = opened
-        }
-        var hash = RunningBlobHash(BlobHasher(cipher))
-        while true {
-            switch Result(catching: { try reader.next() }) {
-            case .failure: return (.missing("unreadable"), Int(size), header)
-            case .success(.failure(let damage)): return (damage, Int(size), header)
-            case .success(.success(let piece?)): if !fast { piece.withUnsafeBytes { hash.update($0) } }
-            case .success(.success(nil)):
-                if !fast, case let actual = hash.finish(), actual != id {
-                    return (.digest("content hashes to \(actual), not its name"), Int(size), header)
-                }
-                return (nil, Int(size), header)
-            }
-        }
+        guard let checked = PiecedBlobReader.verifyFile(at: path, io: io, id: id, cipher: cipher, hashing: !fast) else { return nil }
+        // Without the key a sealed blob's contents cannot be checked: its header is, when it opens.
+        if case .sealing? = checked.damage, cipher == nil, checked.header?.sealed == true { return (nil, checked.size, checked.header) }
+        return (checked.damage, checked.size, checked.header)
     }
 
     private mutating func checkPacks(_ segments: [(number: UInt32, path: CachePath)], index: CacheIndex?, packs: CachePath) {

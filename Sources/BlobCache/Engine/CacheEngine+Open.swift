@@ -298,6 +298,16 @@ extension CacheEngine {
 
     /// Reads and fully verifies (its id included) a loose blob.
     private static func verifiedLooseBlob(_ id: BlobID, at path: CachePath, pipeline: BlobPipeline) throws -> LooseBlobCheck {
+        // A pieced blob (format 4) a piece at a time: a value of any size in bounded memory.
+        if let pieced = PiecedBlobReader.verifyFile(at: path, io: pipeline.io, id: id, cipher: pipeline.cipher) {
+            switch (pieced.damage, pieced.header) {
+            case (nil, let header?):
+                return .intact(BlobInfo(id: id, codec: header.codec, rawLength: header.rawLength,
+                                        payloadLength: header.payloadLength, place: .loose))
+            case (.sealing?, let header): return .unopened(sealed: header?.sealed ?? false)
+            default: return .damaged
+            }
+        }
         // (One larger than any blob is damaged, not mapped: a sparse file can claim exabytes.)
         return try MappedFile.withContents(of: path, io: pipeline.io,
                                            atMost: Int64(LooseBlobFormat.headerSize + BlobInfo.maxLength)) { bytes -> LooseBlobCheck in

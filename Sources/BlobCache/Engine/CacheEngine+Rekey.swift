@@ -16,6 +16,19 @@ extension CacheEngine {
                                    durability: .powerLossSafe, cipher: newCipher)
         var renamed: [BlobID: BlobInfo] = [:]
         for (id, blob) in index.storedBlobs {
+            // A pieced blob is sealed again a piece at a time (bounded memory), and stays pieced.
+            if pipeline.isPieced(blob.info) {
+                guard case .success(let (info, staged)) = try pipeline.repiece(blob.info, at: try store.location(of: blob.info),
+                                                                              into: sealing) else { continue }
+                do { try store.publish(staged) } catch {
+                    sealing.discard(staged)
+                    throw error
+                }
+                try io.syncDirectory(staged.final.removingLastComponent())
+                try io.syncDirectory(staged.temporary.removingLastComponent())   // staged in another directory
+                renamed[id] = info
+                continue
+            }
             guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
             let prepared = value.withUnsafeBytes { sealing.prepare($0, id: sealing.hasher.id(of: $0)) }
             var info = prepared.info

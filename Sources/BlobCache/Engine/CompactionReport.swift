@@ -119,6 +119,32 @@ extension CacheEngine {
         let durableStaging = BlobPipeline(files: files, io: io, compression: policy, packThreshold: pipeline.packThreshold,
                                           durability: .powerLossSafe, cipher: pipeline.cipher)
         for (id, blob) in index.storedBlobs where blob.info.codec != policy.codec(forValueOf: blob.info.rawLength).tag {
+            // A pieced blob is written again in pieces (bounded memory), and stays pieced.
+            if pipeline.isPieced(blob.info) {
+                guard case .success(let (moved, staged)) = try pipeline.repiece(blob.info, at: try store.location(of: blob.info),
+                                                                               into: durableStaging) else { continue }
+                guard moved.id == id, moved.codec != blob.info.codec || moved.payloadLength != blob.info.payloadLength else {
+                    durableStaging.discard(staged)
+                    continue
+                }
+                do {
+                    try store.publish(staged)
+                    if !store.synchronous {
+                        // Staged in another directory: the rename is durable once both are.
+                        try io.syncDirectory(staged.final.removingLastComponent())
+                        try io.syncDirectory(staged.temporary.removingLastComponent())
+                    }
+                } catch {
+                    durableStaging.discard(staged)
+                    throw error
+                }
+                index.relocate(moved)
+                journal.append(.relocate(moved))
+                try commitRecords()
+                if store.synchronous { try journal.sync() }
+                count += 1
+                continue
+            }
             guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
             let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }
             guard prepared.codec != blob.info.codec else { continue }

@@ -109,3 +109,56 @@ extension BlobPipeline {
         }
     }
 }
+
+extension BlobPipeline {
+    /// Whether `info`'s blob is a pieced loose blob (format 4), by its file's header.
+    func isPieced(_ info: BlobInfo) -> Bool {
+        guard case .loose = info.place, info.rawLength > PiecedBlobFormat.pieceSize,
+              let fd = try? io.openIfExists(files.loosePath(of: info.id)) else { return false }
+        defer { io.close(fd) }
+        let head = (try? io.read(fd, count: 5, at: 0, path: files.loosePath(of: info.id))) ?? []
+        return head.count == 5 && head[4] == PiecedBlobFormat.version
+    }
+
+    /// Writes `info`'s value (read in checked chunks from `location`) again as a pieced blob
+    /// through `target` (another codec, another key), a piece at a time; the staged file is the
+    /// caller's to publish or discard. `.failure`: the blob is damaged (nothing staged).
+    func repiece(_ info: BlobInfo, at location: BlobStore.Location?,
+                 into target: BlobPipeline) throws -> Result<(info: BlobInfo, staged: StagedLooseBlob), BlobDamage> {
+        let read: ChunkedRead
+        switch try openChunks(info, at: location) {
+        case .failure(let damage): return .failure(damage)
+        case .success(let opened): read = opened
+        }
+        let writer = try PiecedBlobWriter(pipeline: target)
+        do {
+            var gathered: [UInt8] = []
+            gathered.reserveCapacity(PiecedBlobFormat.pieceSize)
+            while true {
+                let chunk: [UInt8]?
+                switch try read.next() {
+                case .failure(let damage):
+                    writer.discard()
+                    return .failure(damage)
+                case .success(let next): chunk = next
+                }
+                guard let chunk else { break }
+                var rest = chunk[...]
+                while !rest.isEmpty {
+                    let take = min(rest.count, PiecedBlobFormat.pieceSize - gathered.count)
+                    gathered += rest.prefix(take)
+                    rest = rest.dropFirst(take)
+                    if gathered.count == PiecedBlobFormat.pieceSize {
+                        try writer.append(gathered)
+                        gathered.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+            if !gathered.isEmpty { try writer.append(gathered) }
+            return .success(try writer.finish())
+        } catch {
+            writer.discard()
+            throw error
+        }
+    }
+}

@@ -152,3 +152,38 @@ struct PiecedBlobReader {
         }
     }
 }
+
+extension PiecedBlobReader {
+    /// Checks the loose blob file at `path` in full, a piece at a time (bounded memory), when it
+    /// is a pieced blob: every check a read makes and, unless `hashing` is false, that its
+    /// content hashes to `id`. `nil` when it is not a pieced blob (or cannot be opened); else
+    /// its header and size, or the damage.
+    static func verifyFile(at path: CachePath, io: FileIO, id: BlobID, cipher: CacheCipher?,
+                           hashing: Bool = true) -> (header: LooseBlobFormat.Header?, size: Int, damage: BlobDamage?)? {
+        guard let fd = try? io.openIfExists(path) else { return nil }
+        defer { io.close(fd) }
+        guard let head = try? io.read(fd, count: LooseBlobFormat.headerSize, at: 0, path: path),
+              head.count == LooseBlobFormat.headerSize, head[4] == PiecedBlobFormat.version,
+              let size = try? io.fileSize(fd, path: path) else { return nil }
+        let header = try? head.withUnsafeBytes { LooseBlobFormat.parseHeader($0) }.get()
+        var reader: PiecedBlobReader
+        switch Result(catching: { try open(fd, path: path, io: io, expecting: nil, id: id, cipher: cipher) }) {
+        case .failure: return (header, Int(size), .missing("unreadable"))
+        case .success(.failure(let damage)): return (header, Int(size), damage)
+        case .success(.success(let opened)): reader = opened
+        }
+        var hash = RunningBlobHash(BlobHasher(cipher))
+        while true {
+            switch Result(catching: { try reader.next() }) {
+            case .failure: return (header, Int(size), .missing("unreadable"))
+            case .success(.failure(let damage)): return (header, Int(size), damage)
+            case .success(.success(let piece?)): if hashing { piece.withUnsafeBytes { hash.update($0) } }
+            case .success(.success(nil)):
+                if hashing, case let actual = hash.finish(), actual != id {
+                    return (header, Int(size), .digest("content hashes to \(actual), not its name"))
+                }
+                return (header, Int(size), nil)
+            }
+        }
+    }
+}

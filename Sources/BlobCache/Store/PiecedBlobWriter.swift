@@ -146,7 +146,10 @@ private struct PieceEncoder {
     /// The piece's header and payload as stored, and the codec its payload has.
     func encode(_ piece: UnsafeRawBufferPointer) -> (image: [UInt8], codec: CodecTag) {
         let headroom = PiecedBlobFormat.pieceHeaderSize
-        var encoded = Compression.compress(piece, codec: PiecedBlobWriter.codec(of: pipeline), headroom: headroom)
+        // The policy's codec for the value as long as it is so far: from `storingRawFrom` on,
+        // the pieces are stored raw (the value's final size is not known yet).
+        let sizeSoFar = max(index * PiecedBlobFormat.pieceSize + piece.count, PiecedBlobFormat.pieceSize + 1)
+        var encoded = Compression.compress(piece, codec: pipeline.compression.codec(forValueOf: sizeSoFar), headroom: headroom)
         if let compressed = encoded, compressed.payloadCount >= piece.count { encoded = nil }
         var buffer: [UInt8]
         let tag: CodecTag

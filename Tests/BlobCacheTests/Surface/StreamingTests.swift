@@ -279,4 +279,63 @@ struct StreamingTests {
         #expect(throws: BlobCacheError.self) { while try reader.next() != nil {} }
         #expect(try cache.contains("big") == false)
     }
+
+    /// The codecs of a pieced blob file's pieces, in order.
+    private func pieceCodecs(_ file: [UInt8]) -> [UInt8] {
+        var codecs: [UInt8] = []
+        var offset = PiecedBlobFormat.firstPieceOffset
+        while offset + PiecedBlobFormat.pieceHeaderSize <= file.count {
+            let stored = file[offset..<offset + 4].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+            codecs.append(file[offset + 12])
+            offset += PiecedBlobFormat.pieceHeaderSize + stored
+        }
+        return codecs
+    }
+
+    @Test("a streamed value's pieces are stored raw from the piece where the value reaches storingRawFrom")
+    func storingRawFromPerPiece() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing {
+            $0.compression = CompressionPolicy(codec: .lz4, storingRawFrom: 2 << 20)
+        })
+        let value = Samples.compressible(5 << 20, seed: 13)
+        let id = try streamIn(cache, value, forKey: "big", in: dir)
+        #expect(pieceCodecs(readFile(looseFile(dir.path, id))) == [1, 0, 0, 0, 0])
+        #expect(streamOut(cache, forKey: "big").bytes == value)
+    }
+
+    @Test("compact --recompress and a rekey write a pieced blob again in pieces; both read back")
+    func recompressAndRekeyKeepPieces() throws {
+        let dir = TemporaryDirectory()
+        let value = Samples.compressible(3 << 20, seed: 14)
+        let plain = try BlobCache(directory: dir.path, configuration: .testing { $0.compression = .off })
+        let id = try streamIn(plain, value, forKey: "big", in: dir)
+        #expect(pieceCodecs(readFile(looseFile(dir.path, id))) == [0, 0, 0])
+        let report = try plain.compact(recompressingTo: .lz4)
+        #expect(report.blobsRecompressed == 1)
+        #expect(pieceCodecs(readFile(looseFile(dir.path, id))) == [1, 1, 1])
+        #expect(streamOut(plain, forKey: "big").bytes == value)
+        _ = try plain.compact(rekeyingTo: .aesGCM(key: testKey))
+        try plain.close()
+        let encrypted = try BlobCache(directory: dir.path, configuration: .testing { $0.encryption = .aesGCM(key: testKey) })
+        #expect(streamOut(encrypted, forKey: "big").bytes == value)
+        let newID = try #require(try encrypted.entry(forKey: "big")?.blobID)
+        #expect(readFile(looseFile(dir.path, newID))[4] == PiecedBlobFormat.version)
+    }
+
+    @Test("a destroyed journal header rebuilds from the blobs, pieced ones too")
+    func rebuildAdoptsPiecedBlobs() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        let id = try streamIn(cache, Self.value, forKey: "big", in: dir)
+        try cache.close()
+        patchFile(dir.path + "/journal", at: 0, [UInt8](repeating: 0, count: JournalFormat.headerSize))
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing())
+        guard case .rebuiltFromBlobs(_, let adopted, _) = reopened.openReport.recovery else {
+            Issue.record("expected rebuiltFromBlobs, got \(reopened.openReport.recovery)")
+            return
+        }
+        #expect(adopted == 1)
+        #expect(try reopened.bytes(for: id) == Self.value)
+    }
 }
