@@ -64,9 +64,9 @@ struct CacheResponder: Sendable {
                 }
                 return Reply(status: .ok, contentType: "application/octet-stream", length: reader.length, headOnly: true)
             }
-            if reader.length <= Self.wholeReplyLimit {
-                // One chunk: read and checked before the head is sent, so damage or a wrong
-                // digest is still a clean 404.
+            if reader.length <= Self.wholeReplyLimit || reader.isWhole {
+                // One chunk (or a value read whole already): checked before the head is sent,
+                // so damage or a wrong digest is still a clean 404.
                 var bytes: [UInt8] = []
                 while let chunk = try await DiskQueue.run({ try reader.next() }) { bytes += chunk }
                 return whole(bytes, key: key, headOnly: false, sha256: sha256)
@@ -116,7 +116,7 @@ struct CacheResponder: Sendable {
             for try await chunk in request.body {
                 received += chunk.readableBytes
                 guard received <= maxBodyBytes else {
-                    pending.cancel()
+                    await Self.cancel(pending)
                     var reply = Reply.text(.contentTooLarge, "request body over the server's limit of \(maxBodyBytes) bytes (--max-body)")
                     reply.loggedBytes = received
                     return reply
@@ -133,19 +133,24 @@ struct CacheResponder: Sendable {
                 }
             }
         } catch let error as BlobCacheError {
-            pending.cancel()
+            await Self.cancel(pending)
             var reply = failure(error, key: key)
             reply.loggedBytes = received
             return reply
         } catch {
-            pending.cancel()
+            await Self.cancel(pending)
             logger.warning("PUT \(key): reading the body failed: \(error)")
             return .text(.badRequest, "the request body could not be read")
+        }
+        // The HTTP layer ends a body cut short with an error; a declared length is checked all the same.
+        if let declared = BodyReader.declaredLength(of: request), declared != received {
+            await Self.cancel(pending)
+            return .text(.badRequest, "the request body has \(received) bytes, not the \(declared) its Content-Length declares")
         }
         if let sha256, let digest {
             let actual = Self.hex(digest.finalize())
             guard actual == sha256 else {
-                pending.cancel()
+                await Self.cancel(pending)
                 var reply = Reply.text(.badRequest, "body's SHA-256 is \(actual), not the \(sha256) its /cas/ path names")
                 reply.loggedBytes = received
                 return reply
@@ -163,11 +168,17 @@ struct CacheResponder: Sendable {
             reply.loggedBytes = received
             return reply
         } catch {
-            pending.cancel()
+            await Self.cancel(pending)
             var reply = failure(error, key: key)
             reply.loggedBytes = received
             return reply
         }
+    }
+
+    /// Abandons a set on the disk queue: cancelling waits for pieces being written and deletes
+    /// the staging file, which is no work for an event loop.
+    private static func cancel(_ pending: PendingSet) async {
+        _ = try? await DiskQueue.run { pending.cancel() }
     }
 
     /// How many body bytes a PUT gathers before handing them to the cache.

@@ -92,12 +92,20 @@ struct ServeStreamingTests {
         let value = random(3_000_000, seed: 3)
         let name = SHA256.hash(data: random(10, seed: 4)).map { String(format: "%02x", $0) }.joined()
         let cache = try BlobCache(directory: scratch.path + "/cache")
-        try cache.set(value, forKey: "cas/" + name)
+        let source = scratch.path + "/source"
+        write(value, to: source)
+        let fd = open(source, O_RDONLY)
+        try cache.set(contentsOf: .init(rawValue: fd), forKey: "cas/" + name)
+        close(fd)
+        // The same bytes set whole, under another wrong name: read and checked whole, a clean 404.
+        let wholeName = SHA256.hash(data: random(10, seed: 7)).map { String(format: "%02x", $0) }.joined()
+        try cache.set(value + [1], forKey: "cas/" + wholeName)
         try cache.close()
         let server = try ServerProcess(directory: scratch.path + "/cache")
         let got = try fetch(server.url + "/cas/" + name, into: scratch.path + "/got")
         #expect(got.curl != 0 && got.received < value.count)
         #expect(try Curl.request("HEAD", server.url + "/cas/" + name).status == 404)
+        #expect(try Curl.request("GET", server.url + "/cas/" + wholeName).status == 404)
         // Its true name is served whole.
         let trueName = SHA256.hash(data: value).map { String(format: "%02x", $0) }.joined()
         write(value, to: scratch.path + "/upload")

@@ -23,7 +23,7 @@ extension AsyncBlobCache {
         do {
             for try await chunk in chunks { try await pending.append(chunk) }
         } catch {
-            pending.cancel()
+            await pending.cancel()
             throw error
         }
         return try await pending.finish()
@@ -85,10 +85,14 @@ public struct AsyncPendingSet: Sendable {
         return try await AsyncBlobCache.run { try pending.finish() }
     }
 
-    /// Abandons the set; see `PendingSet.cancel()`.
+    /// Abandons the set; see `PendingSet.cancel()`. It waits for pieces being written and
+    /// deletes the staging file, on the I/O queue.
     ///
-    ///     upload.cancel()
-    public func cancel() { pending.cancel() }
+    ///     await upload.cancel()
+    public func cancel() async {
+        let pending = self.pending
+        _ = try? await AsyncBlobCache.run { pending.cancel() }
+    }
 }
 
 /// A stored value as an asynchronous sequence of checked chunks (`AsyncBlobCache.chunks(forKey:)`):

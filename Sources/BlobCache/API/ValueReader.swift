@@ -73,6 +73,10 @@ public final class ValueReader: Sendable {
         }
     }
 
+    /// Whether the value was read and checked whole when the reader was opened (a packed blob,
+    /// or one in a whole-value format): its one chunk is already in memory.
+    package var isWhole: Bool { state.withLock { $0.read?.isWhole ?? false } }
+
     /// Stops reading early: the file is closed now rather than when the reader goes away.
     ///
     ///     reader.close()

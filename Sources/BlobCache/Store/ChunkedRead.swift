@@ -36,6 +36,9 @@ final class ChunkedRead {
 
     deinit { close() }
 
+    /// Whether the value was read and checked whole (one chunk, in memory).
+    var isWhole: Bool { if case .whole = source { true } else { false } }
+
     /// The next chunk once checked, `nil` after the last (an empty value has none).
     func next() throws -> Result<[UInt8]?, BlobDamage> {
         switch source {
