@@ -119,7 +119,7 @@ final class ExportWriter: @unchecked Sendable {
 
     /// Writes the value `reader` reads to `relative` (components already checked: no `.`, `..`
     /// or empty one), a checked piece at a time; a value that turns out damaged part way, or a
-    /// failed write, leaves no file behind.
+    /// failed write, leaves the destination as it was.
     private func store(_ reader: ValueReader, at relative: String) throws {
         // Split at every `/` byte, as `Export.isSafe` judged it: a `/` followed by a combining
         // mark is one `Character`, and a component holding it would reach `openat` with a `/`
@@ -134,10 +134,19 @@ final class ExportWriter: @unchecked Sendable {
             if directory != root { close(directory) }
             directory = next
         }
-        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        // A symbolic link where the file goes is never followed, nor replaced.
+        var existing = stat()
+        if fstatat(directory, name, &existing, AT_SYMLINK_NOFOLLOW) == 0, existing.st_mode & S_IFMT == S_IFLNK {
+            errno = ELOOP
+            throw ExportError.fromErrno(name)
+        }
+        // Written under a temporary name beside it and renamed into place once whole: a value
+        // found damaged part way, or a failed write, leaves what was there before.
+        let temporary = ".\(name).blobcache-export-\(UInt64.random(in: 0 ... .max) & 0xffff_ffff)"
+        let fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
         guard fd >= 0 else { throw ExportError.fromErrno(name) }
-        defer { close(fd) }
         do {
+            defer { close(fd) }
             try reader.forEachChunk { chunk in
                 var done = 0
                 while done < chunk.count {
@@ -149,8 +158,9 @@ final class ExportWriter: @unchecked Sendable {
                     done += n
                 }
             }
+            guard renameat(directory, temporary, directory, name) == 0 else { throw ExportError.fromErrno(name) }
         } catch {
-            unlinkat(directory, name, 0)
+            unlinkat(directory, temporary, 0)
             throw error
         }
     }
