@@ -305,8 +305,12 @@ struct CacheChecker {
     private static func verifyPieced(_ id: BlobID, at path: CachePath, fast: Bool, io: FileIO,
                                      cipher: CacheCipher?) -> (BlobDamage?, Int, LooseBlobFormat.Header?)? {
         guard let checked = PiecedBlobReader.verifyFile(at: path, io: io, id: id, cipher: cipher, hashing: !fast) else { return nil }
-        // Without the key a sealed blob's contents cannot be checked: its header is, when it opens.
-        if case .sealing? = checked.damage, cipher == nil, checked.header?.sealed == true { return (nil, checked.size, checked.header) }
+        // Without the key a sealed blob's contents cannot be checked: its header and every
+        // piece's checksum are.
+        if case .sealing? = checked.damage, cipher == nil, checked.header?.sealed == true,
+           let framing = PiecedBlobReader.verifyFile(at: path, io: io, id: id, cipher: nil, checksumsOnly: true) {
+            return (framing.damage, framing.size, framing.header)
+        }
         return (checked.damage, checked.size, checked.header)
     }
 

@@ -14,6 +14,10 @@ struct PiecedBlobReader {
     private let fileSize: Int64
     private let prologue: PiecedBlobFormat.Prologue
     private let cipher: CacheCipher?
+    /// Only the checksums are checked, nothing opened or decoded (fsck without the key).
+    private var checksumsOnly = false
+    /// The pieces are sealed (each a seal's nonce and tag longer).
+    private var sealed = false
     /// The value's length, from the header (and the index, which it agrees with).
     let rawLength: Int
     private var index = 0
@@ -24,7 +28,7 @@ struct PiecedBlobReader {
     /// given, is what the index knows of it; `id` (by default `info`'s) is what a sealed blob's
     /// binding is checked against.
     static func open(_ source: @escaping Source, fileSize: Int64, expecting info: BlobInfo?, id: BlobID? = nil,
-                     cipher: CacheCipher?) throws -> Result<PiecedBlobReader, BlobDamage> {
+                     cipher: CacheCipher?, checksumsOnly: Bool = false) throws -> Result<PiecedBlobReader, BlobDamage> {
         let front = try source(0, PiecedBlobFormat.firstPieceOffset)
         let header: LooseBlobFormat.Header
         switch front.withUnsafeBytes({ LooseBlobFormat.parseHeader($0) }) {
@@ -53,6 +57,7 @@ struct PiecedBlobReader {
             return .failure(.header("\(prologue.pieceCount) pieces cannot hold \(header.rawLength) bytes"))
         }
         switch (header.sealed, cipher) {
+        case (true, nil) where checksumsOnly: break
         case (true, nil): return .failure(.sealing("blob is encrypted and no key was given"))
         case (false, _?): return .failure(.sealing("blob is not encrypted in an encrypted cache"))
         case (true, let cipher?):
@@ -63,16 +68,19 @@ struct PiecedBlobReader {
             }
         case (false, nil): break
         }
-        return .success(PiecedBlobReader(source: source, fileSize: fileSize, prologue: prologue, cipher: cipher,
-                                         rawLength: header.rawLength))
+        var reader = PiecedBlobReader(source: source, fileSize: fileSize, prologue: prologue, cipher: cipher,
+                                      rawLength: header.rawLength)
+        reader.checksumsOnly = checksumsOnly
+        reader.sealed = header.sealed
+        return .success(reader)
     }
 
     /// Opens the pieced blob `fd` holds (`path` names it in errors).
     static func open(_ fd: FileDescriptor, path: CachePath, io: FileIO, expecting info: BlobInfo?, id: BlobID? = nil,
-                     cipher: CacheCipher?) throws -> Result<PiecedBlobReader, BlobDamage> {
+                     cipher: CacheCipher?, checksumsOnly: Bool = false) throws -> Result<PiecedBlobReader, BlobDamage> {
         let size = try io.fileSize(fd, path: path)
         return try open({ offset, count in try io.read(fd, count: count, at: offset, path: path) }, fileSize: size,
-                        expecting: info, id: id, cipher: cipher)
+                        expecting: info, id: id, cipher: cipher, checksumsOnly: checksumsOnly)
     }
 
     /// The next piece's bytes once checked, `nil` after the last; `.failure` names the damage
@@ -92,7 +100,7 @@ struct PiecedBlobReader {
             return .failure(.header("piece \(index) says it is piece \(piece.index) of \(piece.rawLength) bytes"))
         }
         let payloadStart = offset + Int64(PiecedBlobFormat.pieceHeaderSize)
-        let largest = piece.rawLength + (cipher == nil ? 0 : CacheCipher.overhead)
+        let largest = piece.rawLength + (sealed ? CacheCipher.overhead : 0)
         guard piece.storedLength <= largest, payloadStart + Int64(piece.storedLength) <= fileSize else {
             return .failure(.truncated("piece \(index) of \(piece.storedLength) bytes does not fit"))
         }
@@ -101,7 +109,9 @@ struct PiecedBlobReader {
         let checksum = payload.withUnsafeBytes { piece.computedChecksum(of: $0, salt: prologue.salt) }
         guard checksum == piece.checksum else { return .failure(.checksum("piece \(index): XXH3 mismatch")) }
         let decoded: [UInt8]?
-        if let cipher {
+        if checksumsOnly {
+            decoded = []
+        } else if let cipher {
             let context = CacheCipher.Context.piece(salt: prologue.salt, header: piece.checkedBytes)
             guard let plain = payload.withUnsafeBytes({ cipher.open($0, context: context) }) else {
                 return .failure(.sealing("piece \(index): AES-GCM tag does not verify"))
@@ -115,7 +125,7 @@ struct PiecedBlobReader {
         }
         index += 1
         offset = payloadStart + Int64(piece.storedLength)
-        handedOn += decoded.count
+        handedOn += checksumsOnly ? piece.rawLength : decoded.count
         return .success(decoded)
     }
 
@@ -158,8 +168,8 @@ extension PiecedBlobReader {
     /// is a pieced blob: every check a read makes and, unless `hashing` is false, that its
     /// content hashes to `id`. `nil` when it is not a pieced blob (or cannot be opened); else
     /// its header and size, or the damage.
-    static func verifyFile(at path: CachePath, io: FileIO, id: BlobID, cipher: CacheCipher?,
-                           hashing: Bool = true) -> (header: LooseBlobFormat.Header?, size: Int, damage: BlobDamage?)? {
+    static func verifyFile(at path: CachePath, io: FileIO, id: BlobID, cipher: CacheCipher?, hashing: Bool = true,
+                           checksumsOnly: Bool = false) -> (header: LooseBlobFormat.Header?, size: Int, damage: BlobDamage?)? {
         guard let fd = try? io.openIfExists(path) else { return nil }
         defer { io.close(fd) }
         guard let head = try? io.read(fd, count: LooseBlobFormat.headerSize, at: 0, path: path),
@@ -167,7 +177,7 @@ extension PiecedBlobReader {
               let size = try? io.fileSize(fd, path: path) else { return nil }
         let header = try? head.withUnsafeBytes { LooseBlobFormat.parseHeader($0) }.get()
         var reader: PiecedBlobReader
-        switch Result(catching: { try open(fd, path: path, io: io, expecting: nil, id: id, cipher: cipher) }) {
+        switch Result(catching: { try open(fd, path: path, io: io, expecting: nil, id: id, cipher: cipher, checksumsOnly: checksumsOnly) }) {
         case .failure: return (header, Int(size), .missing("unreadable"))
         case .success(.failure(let damage)): return (header, Int(size), damage)
         case .success(.success(let opened)): reader = opened
@@ -177,9 +187,9 @@ extension PiecedBlobReader {
             switch Result(catching: { try reader.next() }) {
             case .failure: return (header, Int(size), .missing("unreadable"))
             case .success(.failure(let damage)): return (header, Int(size), damage)
-            case .success(.success(let piece?)): if hashing { piece.withUnsafeBytes { hash.update($0) } }
+            case .success(.success(let piece?)): if hashing && !checksumsOnly { piece.withUnsafeBytes { hash.update($0) } }
             case .success(.success(nil)):
-                if hashing, case let actual = hash.finish(), actual != id {
+                if hashing && !checksumsOnly, case let actual = hash.finish(), actual != id {
                     return (header, Int(size), .digest("content hashes to \(actual), not its name"))
                 }
                 return (header, Int(size), nil)

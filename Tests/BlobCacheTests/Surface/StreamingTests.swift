@@ -338,4 +338,17 @@ struct StreamingTests {
         #expect(adopted == 1)
         #expect(try reopened.bytes(for: id) == Self.value)
     }
+
+    @Test("fsck without the key checks an encrypted pieced blob's checksums")
+    func fsckWithoutKeyChecksPieces() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.encryption = .aesGCM(key: testKey) })
+        let id = try streamIn(cache, Self.value, forKey: "big", in: dir)
+        try cache.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+        let file = looseFile(dir.path, id)
+        flipByte(file, at: readFile(file).count / 2)
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.contains { $0.subject == id.hex && $0.detail.contains("XXH3") }, "\(report.findings)")
+    }
 }
