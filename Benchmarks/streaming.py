@@ -8,8 +8,11 @@ clients.
     python3 Benchmarks/streaming.py --size 1G --runs 5 --kinds random
     python3 Benchmarks/streaming.py --serve-only
 
-Each run times, one after the other and in an order that alternates run by run: `cp SRC DST`,
-`blobcache put big SRC` into a fresh cache, and `blobcache get big -o OUT`; then `cmp OUT SRC`.
+Each run times, one after the other and in an order that alternates run by run: `cp SRC DST`
+(coreutils: copy_file_range, the copy stays in the kernel), `dd if=SRC of=DST bs=1M` (a plain
+read and write loop, which is what a streaming get must do), `blobcache put big SRC` into a fresh
+cache, and `blobcache get big -o OUT`; then `cmp OUT SRC`. Every step starts after a `sync`
+(untimed): writing gigabytes, the writeback of the step before would otherwise slow the next.
 Peak resident memory is the tool's own (`-v` prints its VmHWM at exit); `cp`'s is GNU time's
 when /usr/bin/time exists. Medians, min-max, and put/cp and get/cp ratios of the same runs.
 Every file lives in --work (default /tmp/blobcache-streaming), so all on one disk.
@@ -79,15 +82,20 @@ def files(args):
     for kind in args.kinds.split(","):
         source = os.path.join(work, f"source-{kind}")
         make_source(source, args.size, kind, args.corpus)
-        samples = {"cp": [], "put": [], "get": []}
-        peaks = {"cp": [], "put": [], "get": []}
+        samples = {"cp": [], "dd": [], "put": [], "get": []}
+        peaks = {"cp": [], "dd": [], "put": [], "get": []}
         for run in range(args.runs):
             cache = os.path.join(work, "cache")
             out = os.path.join(work, "out")
             copy = os.path.join(work, "copy")
-            steps = ["cp", "put", "get"] if run % 2 == 0 else ["put", "get", "cp"]
+            steps = ["cp", "dd", "put", "get"] if run % 2 == 0 else ["put", "get", "dd", "cp"]
             for step in steps:
-                if step == "cp":
+                subprocess.run(["sync"], check=True)
+                if step == "dd":
+                    if os.path.exists(copy):
+                        os.remove(copy)
+                    seconds, peak = timed(gnu_time + ["dd", "if=" + source, "of=" + copy, "bs=1M", "status=none"])
+                elif step == "cp":
                     if os.path.exists(copy):
                         os.remove(copy)
                     seconds, peak = timed(gnu_time + ["cp", source, copy])
@@ -104,7 +112,7 @@ def files(args):
             os.remove(out)
             print(f"streaming: {kind} run {run + 1}/{args.runs} done", file=sys.stderr, flush=True)
         cp = statistics.median(samples["cp"])
-        for step in ("cp", "put", "get"):
+        for step in ("cp", "dd", "put", "get"):
             values = samples[step]
             median = statistics.median(values)
             peak = f"{max(peaks[step]) / (1 << 20):.1f} MiB" if peaks[step] else "-"
