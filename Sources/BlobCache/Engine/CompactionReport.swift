@@ -119,44 +119,37 @@ extension CacheEngine {
         let durableStaging = BlobPipeline(files: files, io: io, compression: policy, packThreshold: pipeline.packThreshold,
                                           durability: .powerLossSafe, cipher: pipeline.cipher)
         for (id, blob) in index.storedBlobs where blob.info.codec != policy.codec(forValueOf: blob.info.rawLength).tag {
-            // A pieced blob is written again in pieces (bounded memory), and stays pieced.
+            var moved: BlobInfo
+            var staged: StagedLooseBlob?
             if pipeline.isPieced(blob.info) {
-                guard case .success(let (moved, staged)) = try pipeline.repiece(blob.info, at: try store.location(of: blob.info),
-                                                                               into: durableStaging) else { continue }
-                guard moved.id == id, moved.codec != blob.info.codec || moved.payloadLength != blob.info.payloadLength else {
-                    durableStaging.discard(staged)
+                // A pieced blob is written again in pieces (bounded memory), and stays pieced.
+                guard case .success(let (info, file)) = try pipeline.repiece(blob.info, at: try store.location(of: blob.info),
+                                                                             into: durableStaging) else { continue }
+                guard info.id == id, info.codec != blob.info.codec || info.payloadLength != blob.info.payloadLength else {
+                    durableStaging.discard(file)
                     continue
                 }
+                (moved, staged) = (info, file)
+            } else {
+                guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
+                let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }
+                guard prepared.codec != blob.info.codec else { continue }
+                moved = prepared.info
+                if prepared.packed {
+                    moved.place = try store.append(prepared)
+                    if case .loose = blob.info.place { dispose(.looseBlob(id), destroysDurableData: true) }
+                } else {
+                    staged = try durableStaging.stage(prepared)
+                }
+            }
+            if let staged {
                 do {
                     try store.publish(staged)
                     if !store.synchronous {
-                        // Staged in another directory: the rename is durable once both are.
                         try io.syncDirectory(staged.final.removingLastComponent())
-                        try io.syncDirectory(staged.temporary.removingLastComponent())
+                        // Staged in another directory (a pieced blob): the rename is durable once both are.
+                        if staged.isStagedOutsideItsShard { try io.syncDirectory(staged.temporary.removingLastComponent()) }
                     }
-                } catch {
-                    durableStaging.discard(staged)
-                    throw error
-                }
-                index.relocate(moved)
-                journal.append(.relocate(moved))
-                try commitRecords()
-                if store.synchronous { try journal.sync() }
-                count += 1
-                continue
-            }
-            guard case .success(let value) = try pipeline.read(blob.info, at: try store.location(of: blob.info)) else { continue }
-            let prepared = value.withUnsafeBytes { durableStaging.prepare($0, id: id) }
-            guard prepared.codec != blob.info.codec else { continue }
-            var moved = prepared.info
-            if prepared.packed {
-                moved.place = try store.append(prepared)
-                if case .loose = blob.info.place { dispose(.looseBlob(id), destroysDurableData: true) }
-            } else {
-                let staged = try durableStaging.stage(prepared)
-                do {
-                    try store.publish(staged)
-                    if !store.synchronous { try io.syncDirectory(staged.final.removingLastComponent()) }
                 } catch {
                     durableStaging.discard(staged)
                     throw error
@@ -169,7 +162,7 @@ extension CacheEngine {
             try commitRecords()
             // Relocations are not fsynced by the journal on their own (the old copy usually
             // stays until they are); a file replaced by rename does not stay.
-            if store.synchronous, !prepared.packed { try journal.sync() }
+            if store.synchronous, staged != nil { try journal.sync() }
             count += 1
         }
         return count

@@ -129,19 +129,6 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             _ = PackFormat.decode(record: input, expecting: info, cipher: nil)
             _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher)
             _ = PackFormat.decode(record: input, expecting: info, cipher: fuzzCipher, checking: .tagWhenSealed)   // as a get
-        case 3:
-            // A pieced blob (format 4) whose header and piece checksums are recomputed over the
-            // input (a forgery): only the bounds and consistency checks stand between the bytes
-            // and a value.
-            var file = Array(input)
-            guard PiecedBlobFormat.forgeChecksums(&file) else { return }
-            file.withUnsafeBytes { bytes in
-                _ = LooseBlobFormat.decode(file: bytes, expecting: nil, cipher: nil)
-                guard case .success(let header) = LooseBlobFormat.parseHeader(bytes) else { return }
-                let info = BlobInfo(id: BlobID(hashing: []), codec: header.codec, rawLength: header.rawLength,
-                                    payloadLength: header.payloadLength, place: .loose)
-                _ = LooseBlobFormat.decode(file: bytes, expecting: info, cipher: nil)
-            }
         default:
             guard let (raw, codec, payload) = claimedRawLength(input) else { return }
             var record = [UInt8](repeating: 0, count: PackFormat.recordHeaderSize) + Array(payload)
