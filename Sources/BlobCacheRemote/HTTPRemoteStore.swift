@@ -14,8 +14,9 @@ import Foundation
 /// Blobs go to `<baseURL>/<hex[0:2]>/<hex[2:]>` (`.subdirs`, the default) or `<baseURL>/<hex>`
 /// (`.flat`), as ccache names these layouts; key records to the same under `<baseURL>/keys/`.
 /// GET answers other than 2xx are misses; a PUT or DELETE answered outside 2xx (DELETE: 404 is
-/// fine) is an error. `timeout` bounds connecting and each wait for the server's next bytes (a
-/// large value may take longer in all); a response body over `maxObjectBytes` is an error.
+/// fine) is an error. `timeout` bounds each call as a whole, from connecting to the response's
+/// last byte; a response body over `maxObjectBytes` is an error. A user name and password in
+/// the URL (`http://user:pass@host/…`) are sent as HTTP Basic authentication, never logged.
 /// Calls block their thread, so they are refused (an error) on a SwiftNIO event loop.
 ///
 ///     var configuration = BlobCache.Configuration()
@@ -29,12 +30,14 @@ public struct HTTPRemoteStore: RemoteStore {
         case flat
     }
 
-    /// The base URL, without a trailing slash.
+    /// The base URL, without a trailing slash or a user name and password.
     public let baseURL: String
     /// How object names map to paths.
     public let layout: Layout
-    /// How long connecting, and each wait for the server's next bytes, may take.
+    /// How long one call may take in all, connecting included.
     public let timeout: Duration
+    /// `Basic …` from the URL's user name and password, or nil.
+    private let authorization: String?
     private let connection: Connection
 
     /// The largest response body taken: a blob of 1 GiB (the largest value the cache takes
@@ -54,20 +57,26 @@ public struct HTTPRemoteStore: RemoteStore {
     public init(baseURL: String, layout: Layout = .subdirs, timeout: Duration = .seconds(2)) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
-        self.baseURL = base
+        (self.baseURL, authorization) = Self.separatingCredentials(base)
         self.layout = layout
         self.timeout = timeout
         self.connection = Connection(timeout: timeout)
     }
 
     /// `http(s)://…` without any user name or password, and the layout.
-    public var description: String {
-        var shown = baseURL
-        if let scheme = shown.firstRange(of: "://") {
-            let authority = shown[scheme.upperBound...].prefix { $0 != "/" }
-            if let at = authority.lastIndex(of: "@") { shown.removeSubrange(scheme.upperBound...at) }
-        }
-        return "\(shown) (\(layout.rawValue))"
+    public var description: String { "\(baseURL) (\(layout.rawValue))" }
+
+    /// `url` without its `user:password@`, and those as a Basic `Authorization` value.
+    private static func separatingCredentials(_ url: String) -> (url: String, authorization: String?) {
+        guard let scheme = url.firstRange(of: "://") else { return (url, nil) }
+        let authority = url[scheme.upperBound...].prefix { $0 != "/" }
+        guard let at = authority.lastIndex(of: "@") else { return (url, nil) }
+        var stripped = url
+        stripped.removeSubrange(scheme.upperBound...at)
+        let parsed = URL(string: url)
+        let user = parsed?.user(percentEncoded: false) ?? ""
+        let password = parsed?.password(percentEncoded: false) ?? ""
+        return (stripped, "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())
     }
 
     /// The URL of `object`.
@@ -111,6 +120,7 @@ public struct HTTPRemoteStore: RemoteStore {
         let address = url(of: object)
         var headers = HTTPHeaders()
         if body != nil { headers.add(name: "Content-Type", value: "application/octet-stream") }
+        if let authorization { headers.add(name: "Authorization", value: authorization) }
         let request: HTTPClient.Request
         do {
             request = try HTTPClient.Request(url: address, method: method, headers: headers, body: body.map { .bytes($0) })
@@ -118,7 +128,8 @@ public struct HTTPRemoteStore: RemoteStore {
             throw RemoteStoreError.invalidURL(address, reason: "\(error)")
         }
         let accumulator = ResponseAccumulator(request: request, maxBodySize: Self.maxObjectBytes)
-        return try connection.client.execute(request: request, delegate: accumulator).wait()
+        let deadline = NIODeadline.now() + .nanoseconds(Connection.nanoseconds(timeout))
+        return try connection.client.execute(request: request, delegate: accumulator, deadline: deadline).wait()
     }
 
     /// The store's own client (its timeouts are the store's), shut down when the last copy of
@@ -126,9 +137,13 @@ public struct HTTPRemoteStore: RemoteStore {
     private final class Connection: Sendable {
         let client: HTTPClient
 
+        static func nanoseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            return max(1_000_000, min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000)
+        }
+
         init(timeout: Duration) {
-            let (seconds, attoseconds) = timeout.components
-            let nanoseconds = max(1_000_000, min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000)
+            let nanoseconds = Self.nanoseconds(timeout)
             let configuration = HTTPClient.Configuration(timeout: .init(connect: .nanoseconds(nanoseconds), read: .nanoseconds(nanoseconds)))
             client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }

@@ -15,8 +15,12 @@ import Glibc
 /// (`SET … PXAT`), so Redis forgets it on time. Eviction is the server's: give it a
 /// `maxmemory` and a `maxmemory-policy` such as `allkeys-lru`. Each call takes an idle
 /// connection (or makes one) and gives it back after, so a read never waits behind the
-/// write-behind queue's upload; a connection that failed is dropped. `timeout` bounds
-/// connecting and each wait for the server.
+/// write-behind queue's upload; a connection that failed is dropped. A new connection sends
+/// `AUTH` when a password is given and `SELECT` for a database other than 0.
+///
+/// `timeout` bounds each call as a whole, from connecting to the reply's last byte: a server
+/// that trickles its answer is cut off on time. A reply announcing more than `maxReplyBytes`
+/// is refused from its header, before its bytes are gathered.
 ///
 ///     var configuration = BlobCache.Configuration()
 ///     configuration.remote = RedisRemoteStore(host: "cache.internal", prefix: "ci")
@@ -27,24 +31,40 @@ public final class RedisRemoteStore: RemoteStore {
     public let port: Int
     /// What every key starts with, before `:blob:` or `:key:`.
     public let prefix: String
-    /// How long connecting, and each command, may take.
+    /// How long one call may take in all, connecting included.
     public let timeout: Duration
+    /// The database `SELECT`ed on each new connection (0, Redis's default, sends none).
+    public let database: Int
+    /// The longest reply taken, in bytes; a longer one is an error and its connection is dropped.
+    public let maxReplyBytes: Int
+    /// The `AUTH` arguments: an ACL user (or none) and a password.
+    private let credentials: (user: String?, password: String)?
     /// Connections not in use (at most `maxIdle`).
     private let idle = Mutex<[Connection]>([])
     private static let maxIdle = 4
 
-    /// A store on `host:port` under `prefix`.
+    /// A store on `host:port` under `prefix`; `password` (with `user`, for an ACL user) is sent
+    /// as `AUTH` on each new connection.
     ///
     ///     let store = RedisRemoteStore(host: "127.0.0.1", port: 6379, prefix: "blobcache")
-    public init(host: String = "127.0.0.1", port: Int = 6379, prefix: String = "blobcache", timeout: Duration = .seconds(2)) {
+    public init(host: String = "127.0.0.1", port: Int = 6379, prefix: String = "blobcache", timeout: Duration = .seconds(2),
+                user: String? = nil, password: String? = nil, database: Int = 0,
+                maxReplyBytes: Int = HTTPRemoteStore.maxObjectBytes) {
         self.host = host
         self.port = port
         self.prefix = prefix
         self.timeout = timeout
+        self.database = database
+        self.maxReplyBytes = maxReplyBytes
+        credentials = password.map { (user, $0) }
     }
 
-    /// `redis://host:port/prefix`.
-    public var description: String { "redis://\(host):\(port)/\(prefix)" }
+    /// `redis://[user@]host:port[/db]/prefix`, without the password.
+    public var description: String {
+        let user = credentials?.user.map { "\($0)@" } ?? ""
+        let database = self.database == 0 ? "" : "/\(self.database)"
+        return "redis://\(user)\(host):\(port)\(database)/\(prefix)"
+    }
 
     /// The Redis key of `object`.
     ///
@@ -93,10 +113,25 @@ public final class RedisRemoteStore: RemoteStore {
 
     /// Sends one command on an idle connection, or a new one; gives it back unless it broke.
     private func run(_ arguments: [[UInt8]]) throws -> Reply {
-        let connection = try idle.withLock { $0.popLast() } ?? Connection(host: host, port: port, timeout: timeout)
+        let deadline = ContinuousClock.now + timeout
+        let connection: Connection
+        if let reused = idle.withLock({ $0.popLast() }) {
+            connection = reused
+        } else {
+            do {
+                connection = try Connection(host: host, port: port, until: deadline, limit: maxReplyBytes)
+                if let credentials {
+                    _ = try connection.command([Array("AUTH".utf8)] + [credentials.user, credentials.password].compactMap { $0.map { Array($0.utf8) } },
+                                               until: deadline)
+                }
+                if database != 0 { _ = try connection.command([Array("SELECT".utf8), Array(String(database).utf8)], until: deadline) }
+            } catch let error as Connection.Broken {
+                throw RemoteStoreError.redis(error.message)
+            }
+        }
         let reply: Reply
         do {
-            reply = try connection.command(arguments)
+            reply = try connection.command(arguments, until: deadline)
         } catch let error as Connection.Broken {
             throw RemoteStoreError.redis(error.message)
         } catch {
@@ -108,29 +143,45 @@ public final class RedisRemoteStore: RemoteStore {
         return reply
     }
 
-    /// One hiredis context, freed when dropped.
+    /// One hiredis context, freed when dropped. Commands are written and replies read by
+    /// hand (not `redisCommandArgv`) so that the socket's timeout can shrink to what is left
+    /// of the call's deadline before each read, and a reply's length can be checked early.
     private final class Connection: @unchecked Sendable {  // used by one call at a time
         struct Broken: Error { let message: String }
         private let context: UnsafeMutablePointer<redisContext>
+        private let endpoint: String
+        private let limit: Int
 
-        init(host: String, port: Int, timeout: Duration) throws {
-            let (seconds, attoseconds) = timeout.components
-            let interval = timeval(tv_sec: Int(max(0, min(seconds, 86_400))), tv_usec: Int(max(1000, attoseconds / 1_000_000_000_000)))
-            guard let context = redisConnectWithTimeout(host, Int32(clamping: port), interval) else {
-                throw RemoteStoreError.redis("cannot allocate a connection")
+        init(host: String, port: Int, until deadline: ContinuousClock.Instant, limit: Int) throws {
+            endpoint = "\(host):\(port)"
+            self.limit = limit
+            guard let context = redisConnectWithTimeout(host, Int32(clamping: port), try Self.interval(until: deadline, endpoint: endpoint)) else {
+                throw Broken(message: "cannot allocate a connection")
             }
             guard context.pointee.err == 0 else {
                 let message = String(cString: blobcache_redis_errstr(context))
                 redisFree(context)
-                throw RemoteStoreError.redis("\(host):\(port): \(message)")
+                throw Broken(message: "\(endpoint): \(message)")
             }
-            _ = redisSetTimeout(context, interval)
             self.context = context
         }
 
         deinit { redisFree(context) }
 
-        func command(_ arguments: [[UInt8]]) throws -> Reply {
+        /// What is left until `deadline`, as the socket timeout; `Broken` once none is.
+        private static func interval(until deadline: ContinuousClock.Instant, endpoint: String) throws -> timeval {
+            let left = deadline - .now
+            guard left > .zero else { throw Broken(message: "\(endpoint): no answer within the remote timeout") }
+            let (seconds, attoseconds) = left.components
+            let microseconds = max(1000, attoseconds / 1_000_000_000_000)
+            return timeval(tv_sec: Int(min(seconds, 86_400)), tv_usec: Int(microseconds))
+        }
+
+        private func failure(_ what: String) -> Broken {
+            Broken(message: "\(endpoint): \(what): \(String(cString: blobcache_redis_errstr(context)))")
+        }
+
+        func command(_ arguments: [[UInt8]], until deadline: ContinuousClock.Instant) throws -> Reply {
             let lengths = arguments.map(\.count)
             let copies = arguments.map { argument -> UnsafeMutablePointer<CChar> in
                 let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, argument.count))
@@ -141,9 +192,25 @@ public final class RedisRemoteStore: RemoteStore {
             }
             defer { copies.forEach { $0.deallocate() } }
             var pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
-            guard let raw = redisCommandArgv(context, Int32(arguments.count), &pointers, lengths) else {
-                throw Broken(message: String(cString: blobcache_redis_errstr(context)))
+            guard redisAppendCommandArgv(context, Int32(arguments.count), &pointers, lengths) == REDIS_OK else {
+                throw failure("cannot queue the command")
             }
+            var written: Int32 = 0
+            while written == 0 {
+                _ = redisSetTimeout(context, try Self.interval(until: deadline, endpoint: endpoint))
+                guard redisBufferWrite(context, &written) == REDIS_OK else { throw failure("sending") }
+            }
+            var raw: UnsafeMutableRawPointer?
+            while raw == nil {
+                _ = redisSetTimeout(context, try Self.interval(until: deadline, endpoint: endpoint))
+                guard redisBufferRead(context) == REDIS_OK else { throw failure("reading the reply") }
+                let announced = blobcache_redis_announced_bulk(context)
+                guard announced <= Int64(limit), blobcache_redis_buffered(context) <= limit + (64 << 10) else {
+                    throw Broken(message: "\(endpoint): a reply of \(max(announced, Int64(blobcache_redis_buffered(context)))) bytes is over the \(limit)-byte limit")
+                }
+                guard redisGetReplyFromReader(context, &raw) == REDIS_OK else { throw failure("parsing the reply") }
+            }
+            guard let raw else { throw failure("reading the reply") }
             let reply = raw.assumingMemoryBound(to: redisReply.self)
             defer { freeReplyObject(raw) }
             let type = reply.pointee.type

@@ -9,16 +9,25 @@ import Foundation
 ///
 ///     configuration.remote = try RemoteStores.store(url: "redis://127.0.0.1:6379/ci")
 public enum RemoteStores {
+    /// How long one remote call may take in all unless told otherwise: 2 seconds.
+    ///
+    ///     let store = try RemoteStores.store(url: url, timeout: RemoteStores.defaultTimeout * 2)
+    public static let defaultTimeout: Duration = .seconds(2)
+
     /// The store a URL names:
     /// - `http://host[:port]/path`, `https://…`: an `HTTPRemoteStore`; `?layout=flat` picks
     ///   the flat layout (default `subdirs`).
-    /// - `redis://host[:port][/prefix]`: a `RedisRemoteStore` (port 6379, prefix `blobcache`
-    ///   by default).
+    ///   A `user:password@` in the URL is sent as HTTP Basic authentication.
+    /// - `redis://[[user]:password@]host[:port][/db][/prefix]`: a `RedisRemoteStore` (port
+    ///   6379, database 0, prefix `blobcache` by default). A password is sent as `AUTH`, with
+    ///   the user for an ACL user; `db` (digits, and only when a prefix follows) is `SELECT`ed.
     ///
-    /// Throws `RemoteStoreError.invalidURL` for anything else.
+    /// `timeout` bounds each remote call as a whole; `maxObjectBytes` bounds what one answer
+    /// may bring. Throws `RemoteStoreError.invalidURL` for anything else.
     ///
     ///     let store = try RemoteStores.store(url: "http://cache.internal/blobs?layout=flat")
-    public static func store(url text: String, timeout: Duration = .seconds(2)) throws -> any RemoteStore {
+    public static func store(url text: String, timeout: Duration = defaultTimeout,
+                             maxObjectBytes: Int = HTTPRemoteStore.maxObjectBytes) throws -> any RemoteStore {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
             throw RemoteStoreError.invalidURL(text, reason: "expected http://HOST/PATH, https://HOST/PATH or redis://HOST:PORT/PREFIX")
         }
@@ -38,11 +47,24 @@ public enum RemoteStores {
             }
             return HTTPRemoteStore(baseURL: base, layout: layout, timeout: timeout)
         case "redis":
-            let prefix = url.path.split(separator: "/").joined(separator: "/")
+            var segments = url.path.split(separator: "/").map(String.init)
+            var database = 0
+            if segments.count >= 2, let number = Int(segments[0]), segments[0].allSatisfy(\.isASCII) {
+                guard number >= 0 else { throw RemoteStoreError.invalidURL(text, reason: "the database must be a number from 0") }
+                database = number
+                segments.removeFirst()
+            }
+            let prefix = segments.joined(separator: "/")
             guard prefix.allSatisfy({ !$0.isWhitespace }) else {
                 throw RemoteStoreError.invalidURL(text, reason: "the prefix must not contain spaces")
             }
-            return RedisRemoteStore(host: host, port: url.port ?? 6379, prefix: prefix.isEmpty ? "blobcache" : prefix, timeout: timeout)
+            let user = url.user(percentEncoded: false).flatMap { $0.isEmpty ? nil : $0 }
+            let password = url.password(percentEncoded: false)
+            guard password != nil || user == nil else {
+                throw RemoteStoreError.invalidURL(text, reason: "a user needs a password: redis://USER:PASSWORD@HOST/… (or redis://:PASSWORD@HOST/…)")
+            }
+            return RedisRemoteStore(host: host, port: url.port ?? 6379, prefix: prefix.isEmpty ? "blobcache" : prefix, timeout: timeout,
+                                    user: user, password: password, database: database, maxReplyBytes: maxObjectBytes)
         default:
             throw RemoteStoreError.invalidURL(text, reason: "unknown scheme '\(scheme)'; expected http, https or redis")
         }

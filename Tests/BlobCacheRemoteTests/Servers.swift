@@ -61,11 +61,11 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
-    /// redis-server with no persistence.
-    static func redis() throws -> LoopbackServer {
+    /// redis-server with no persistence; `extra` are more of its command-line settings.
+    static func redis(_ extra: [String] = []) throws -> LoopbackServer {
         try LoopbackServer(name: "redis") { port, folder in
             (Self.redisPath!, ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                               "--dir", folder, "--daemonize", "no", "--loglevel", "warning"])
+                               "--dir", folder, "--daemonize", "no", "--loglevel", "warning"] + extra)
         }
     }
 

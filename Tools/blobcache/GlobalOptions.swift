@@ -49,9 +49,14 @@ struct GlobalOptions: ParsableArguments {
 
 #if BLOBCACHE_NETWORK
     @Option(help: ArgumentHelp(
-        "A remote tier shared with other machines: http://HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), or redis://HOST:PORT/PREFIX. Misses fall through to it; puts and removes reach it.",
+        "A remote tier shared with other machines: http://[USER:PASS@]HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), or redis://[[USER]:PASS@]HOST:PORT[/DB]/PREFIX. Misses fall through to it; puts and removes reach it.",
         valueName: "URL"))
     var remote: String?
+
+    @Option(help: ArgumentHelp(
+        "With --remote: how long one remote call may take in all, connecting to last byte (default 2). A remote that is slower is skipped for a while; local operations never fail because of it.",
+        valueName: "SECONDS"))
+    var remoteTimeout: Double?
 
     @Option(help: ArgumentHelp(
         "With --remote: authenticate the key records shared through it with this key (32 raw bytes, or 64 hex digits), the same on every machine; records without a valid tag are refused. Refused (exit 9) when its group or others may read it.",
@@ -61,7 +66,7 @@ struct GlobalOptions: ParsableArguments {
 
     /// The options that take a value, as `hoisted` moves them.
     static let valued: Set<String> = ["--dir", "--max-size", "--max-entries", "--pack-threshold", "--compression", "--wait", "--namespace", "--remote",
-                                      "--key-file", "--remote-key-file"]
+                                      "--key-file", "--remote-key-file", "--remote-timeout"]
 
     /// The global options that take no value, as `hoisted` moves them.
     static let flags: Set<String> = ["-q", "--quiet", "-v", "--verbose"]
@@ -211,9 +216,19 @@ struct GlobalOptions: ParsableArguments {
 extension GlobalOptions {
     /// The store `--remote` names, or `nil` without it; a bad URL is a usage error.
     func remoteStore() throws -> (any RemoteStore)? {
-        guard let remote else { return nil }
+        guard let remote else {
+            if remoteTimeout != nil { throw ValidationError("--remote-timeout needs --remote") }
+            return nil
+        }
+        var timeout = RemoteStores.defaultTimeout
+        if let remoteTimeout {
+            guard remoteTimeout > 0, remoteTimeout <= 86_400 else {
+                throw ValidationError("--remote-timeout must be more than 0 and at most 86400 seconds")
+            }
+            timeout = .milliseconds(Int64((remoteTimeout * 1000).rounded(.up)))
+        }
         do {
-            return try RemoteStores.store(url: remote)
+            return try RemoteStores.store(url: remote, timeout: timeout)
         } catch {
             throw ValidationError("--remote: \(error)")
         }

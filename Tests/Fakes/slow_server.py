@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""A misbehaving server on a free loopback port, for the tests of remote timeouts and reply
+limits. Prints the port on its first line, then answers every connection in MODE:
+
+  redis-trickle  reads a command, then answers a 64-byte bulk string one byte a second
+  redis-huge     reads a command, then announces a bulk string of SIZE bytes and sends it
+  http-trickle   reads a request head, then answers 200 with a 64-byte body, 4 bytes a second
+
+  python3 slow_server.py MODE [SIZE]
+"""
+import socket
+import sys
+import threading
+import time
+
+
+def trickle(connection, head, body, interval):
+    connection.sendall(head)
+    for byte in body:
+        connection.sendall(bytes([byte]))
+        time.sleep(interval)
+
+
+def serve(connection, mode, size):
+    try:
+        connection.recv(65536)
+        if mode == "redis-trickle":
+            trickle(connection, b"", b"$64\r\n" + b"x" * 64 + b"\r\n", 1)
+        elif mode == "redis-huge":
+            connection.sendall(b"$%d\r\n" % size)
+            block = b"\0" * (1 << 20)
+            sent = 0
+            while sent < size:
+                chunk = block[: min(len(block), size - sent)]
+                connection.sendall(chunk)
+                sent += len(chunk)
+            connection.sendall(b"\r\n")
+        elif mode == "http-trickle":
+            trickle(connection, b"HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n", b"y" * 64, 0.25)
+    except OSError:
+        pass
+    finally:
+        connection.close()
+
+
+def main():
+    mode = sys.argv[1]
+    size = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    print(listener.getsockname()[1], flush=True)
+    while True:
+        connection, _ = listener.accept()
+        threading.Thread(target=serve, args=(connection, mode, size), daemon=True).start()
+
+
+main()
