@@ -5,28 +5,41 @@ import HTTPTypes
 import Logging
 import Synchronization
 
-/// Answers one request against the cache: GET, HEAD, PUT and DELETE of a key, `GET /status`,
-/// and the two WebDAV methods sccache's client sends before a PUT (MKCOL, PROPFIND).
+/// Answers one request against the cache: GET, HEAD, PUT and DELETE of a key, the server's
+/// routes (`/status`, `/metrics`, `/healthz`), and the two WebDAV methods sccache's client
+/// sends before a PUT (MKCOL, PROPFIND).
 ///
-///     let reply = await responder.respond(to: request)
+///     let reply = await responder.respond(to: request, target: RequestTarget(path: request.uri.path))
 struct CacheResponder: Sendable {
     let cache: BlobCache
     let maxBodyBytes: Int
     let listen: @Sendable () -> String
     let logger: Logger
+    let metrics: ServerMetrics
     let requests = RequestCounter()
 
     /// The reply to `request`; never throws (a failure becomes a 4xx or 5xx reply).
-    func respond(to request: Request) async -> Reply {
+    func respond(to request: Request, target: RequestTarget) async -> Reply {
         requests.increment()
-        switch RequestTarget(path: request.uri.path) {
+        switch target {
         case .invalid(let reason):
             return .text(.badRequest, reason)
-        case .status:
+        case .route(let route):
             guard request.method == .get || request.method == .head else {
                 return .methodNotAllowed(request.method, allow: "GET, HEAD")
             }
-            return await status(headOnly: request.method == .head)
+            let headOnly = request.method == .head
+            switch route {
+            case .status: return await status(headOnly: headOnly)
+            case .metrics: return await metricsText(headOnly: headOnly)
+            case .healthz: return await health(headOnly: headOnly)
+            }
+        case .root:
+            switch request.method {
+            case WebDAV.propfind: return WebDAV.properties(path: "/", size: nil, modified: .now)
+            case WebDAV.mkcol: return WebDAV.makeCollection()
+            default: return .text(.badRequest, "empty key: the path names no key")
+            }
         case .key(let key, let sha256):
             switch request.method {
             case .get: return await get(key, headOnly: false, sha256: sha256)
@@ -218,6 +231,34 @@ struct CacheResponder: Sendable {
         }
     }
 
+    /// Prometheus' text format.
+    private func metricsText(headOnly: Bool) async -> Reply {
+        let cache = self.cache
+        let metrics = self.metrics
+        do {
+            let text = try await DiskQueue.run { try metrics.exposition(cache: cache) }
+            return Reply(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: ByteBuffer(bytes: text), headOnly: headOnly)
+        } catch {
+            return failure(error, key: "metrics")
+        }
+    }
+
+    /// 200 when the cache is open and its directory can be written, 503 with the reason otherwise.
+    private func health(headOnly: Bool) async -> Reply {
+        let cache = self.cache
+        let problem: String?
+        do {
+            problem = try await DiskQueue.run { HealthCheck.problem(with: cache) }
+        } catch {
+            problem = "the health check could not run"
+        }
+        guard let problem else { return Reply(status: .ok, contentType: "text/plain; charset=utf-8", body: ByteBuffer(string: "ok\n"), headOnly: headOnly) }
+        logger.warning("health check: \(problem)")
+        var reply = Reply.text(.serviceUnavailable, problem)
+        if headOnly { reply.body = nil; reply.loggedBytes = 0 }
+        return reply
+    }
+
     /// PROPFIND: 207 for an entry (its length and date) or a path ending in `/` (a collection,
     /// which always exists here); 404 otherwise.
     private func propfind(_ key: String, path: String) async -> Reply {
@@ -233,19 +274,24 @@ struct CacheResponder: Sendable {
 
     /// A library error as a reply: a refused key is the client's fault (400), a value larger
     /// than the cache could ever hold is 413, a value whose MD5 names a stored value with other
-    /// bytes is 409 (nothing was stored), anything else is the server's (500, logged).
+    /// bytes is 409 (nothing was stored), a full disk or quota is 507, anything else is the
+    /// server's (500). Server-side failures are logged in full; the client gets no path of
+    /// this machine.
     private func failure(_ error: any Error, key: String) -> Reply {
         switch error {
         case BlobCacheError.invalidKey(let reason):
             return .text(.badRequest, "invalid key: \(reason)")
-        case BlobCacheError.valueTooLarge:
-            return .text(.contentTooLarge, "\(error)")
-        case BlobCacheError.contentCollision:
+        case BlobCacheError.valueTooLarge(let stored, let limit):
+            return .text(.contentTooLarge, "the value takes \(stored) bytes stored, over the cache's limit of \(limit)")
+        case BlobCacheError.contentCollision(let id):
             logger.warning("PUT \(key): \(error)")
-            return .text(.conflict, "\(error)")
+            return .text(.conflict, "another value with the same MD5 (\(id)) is stored; this one was not")
+        case BlobCacheError.io(_, _, let errno) where errno == .noSpace || errno == .diskQuotaExceeded:
+            logger.warning("\(key): \(error)")
+            return .text(.insufficientStorageStatus, "the cache's disk is full; nothing was stored")
         default:
             logger.warning("\(key): \(error)")
-            return .text(.internalServerError, "\(error)")
+            return .text(.internalServerError, "the server could not do this; its log says why")
         }
     }
 }

@@ -49,3 +49,8 @@ struct Reply: Sendable {
     /// The response body as Hummingbird writes it.
     var responseBody: ResponseBody { streamedBody ?? body.map { ResponseBody(byteBuffer: $0) } ?? ResponseBody() }
 }
+
+extension HTTPResponse.Status {
+    /// 507 Insufficient Storage (RFC 4918): the disk or quota is full.
+    static var insufficientStorageStatus: Self { .init(code: 507, reasonPhrase: "Insufficient Storage") }
+}

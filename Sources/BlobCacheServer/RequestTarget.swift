@@ -1,15 +1,36 @@
 import Foundation
 
-/// What a request's path names: the status page, or a cache key (with Bazel's content check).
+/// What a request's path names: one of the server's own routes, or a cache key (with Bazel's
+/// content check).
 ///
-///     let target = RequestTarget(path: "/cas/9f86d0...")   // .key("cas/9f86d0...", verify: digest)
+/// The server's routes are `/status`, `/metrics` and `/healthz`. Every key stays reachable:
+/// a path starting with `/_/` names the key after that prefix as it is, so the key `status`
+/// is `/_/status` and a key starting with `_/` is `/_/_/…`. Plain `/` is the root collection
+/// a WebDAV client asks about.
+///
+///     let target = RequestTarget(path: "/cas/9f86d0...")   // .key("cas/9f86d0...", sha256: digest)
 enum RequestTarget: Equatable {
-    /// `/status`: the cache's figures as JSON.
-    case status
+    /// One of the server's own routes.
+    case route(Route)
+    /// `/`: the collection every key is in (WebDAV's PROPFIND asks for it).
+    case root
     /// A cache key; `sha256` is the lowercase hex digest the body must have (Bazel's `/cas/`).
     case key(String, sha256: String?)
     /// A path that cannot be a key, with the one-line reason.
     case invalid(String)
+
+    /// The server's own routes.
+    enum Route: String, CaseIterable {
+        /// The cache's figures as JSON.
+        case status
+        /// Prometheus' text format.
+        case metrics
+        /// 200 when the cache is open and writable, 503 otherwise.
+        case healthz
+    }
+
+    /// The prefix that makes the rest of a path a key, whatever it is.
+    static let keyEscape = "_/"
 
     /// Maps a request path (no query) to its target: the path without its leading `/`,
     /// percent-decoded, is the key. A path whose last-but-one segment is `cas` is a Bazel
@@ -23,12 +44,17 @@ enum RequestTarget: Equatable {
         }
         var raw = Substring(path)
         if raw.hasPrefix("/") { raw = raw.dropFirst() }
-        guard let key = String(raw).removingPercentEncoding else {
+        guard var key = String(raw).removingPercentEncoding else {
             self = .invalid("the path has malformed percent-encoding, or does not decode to valid UTF-8")
             return
         }
-        if key == "status" {
-            self = .status
+        if key.hasPrefix(Self.keyEscape) {
+            key.removeFirst(Self.keyEscape.count)
+        } else if let route = Route(rawValue: key) {
+            self = .route(route)
+            return
+        } else if key.isEmpty {
+            self = .root
             return
         }
         guard !key.isEmpty else {

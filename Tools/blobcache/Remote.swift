@@ -6,7 +6,7 @@ import BlobCacheRemote
 
 extension BlobCacheTool {
     /// The commands that need the networking modules (left out of sanitizer builds).
-    static let networkCommands: [any ParsableCommand.Type] = [Serve.self, Remote.self]
+    static let networkCommands: [any ParsableCommand.Type] = [Serve.self, Credential.self, Remote.self]
 }
 
 /// `blobcache remote`: the remote tier.
