@@ -2,9 +2,14 @@
 """A misbehaving server on a free loopback port, for the tests of remote timeouts and reply
 limits. Prints the port on its first line, then answers every connection in MODE:
 
-  redis-trickle  reads a command, then answers a 64-byte bulk string one byte a second
+  redis-trickle  reads a command, then answers a bulk string of SIZE bytes (default 64), one
+                 byte a second
   redis-huge     reads a command, then announces a bulk string of SIZE bytes and sends it
-  http-trickle   reads a request head, then answers 200 with a 64-byte body, 4 bytes a second
+  http-trickle   reads a request head, then answers 200 with a body of SIZE bytes (default
+                 64), 4 bytes a second
+
+It prints "request" on a line of its own each time a request has arrived, so that a test can
+wait for its client to be inside the call.
 
   python3 slow_server.py MODE [SIZE]
 """
@@ -24,8 +29,10 @@ def trickle(connection, head, body, interval):
 def serve(connection, mode, size):
     try:
         connection.recv(65536)
+        print("request", flush=True)
+        length = size or 64
         if mode == "redis-trickle":
-            trickle(connection, b"", b"$64\r\n" + b"x" * 64 + b"\r\n", 1)
+            trickle(connection, b"", b"$%d\r\n" % length + b"x" * length + b"\r\n", 1)
         elif mode == "redis-huge":
             connection.sendall(b"$%d\r\n" % size)
             block = b"\0" * (1 << 20)
@@ -36,7 +43,7 @@ def serve(connection, mode, size):
                 sent += len(chunk)
             connection.sendall(b"\r\n")
         elif mode == "http-trickle":
-            trickle(connection, b"HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n", b"y" * 64, 0.25)
+            trickle(connection, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length, b"y" * length, 0.25)
     except OSError:
         pass
     finally:
