@@ -136,11 +136,18 @@ public final class RedisRemoteStore: RemoteStore {
             throw RemoteStoreError.redis(error.message)
         } catch {
             // The server refused the command (an error reply): the connection is still good.
-            idle.withLock { if $0.count < Self.maxIdle { $0.append(connection) } }
+            giveBack(connection)
             throw error
         }
-        idle.withLock { if $0.count < Self.maxIdle { $0.append(connection) } }
+        giveBack(connection)
         return reply
+    }
+
+    /// Keeps `connection` for the next call, unless bytes of another reply wait in it (a
+    /// server that sent more than it was asked for): those would be read as the next answer.
+    private func giveBack(_ connection: Connection) {
+        guard connection.isClean else { return }
+        idle.withLock { if $0.count < Self.maxIdle { $0.append(connection) } }
     }
 
     /// One hiredis context, freed when dropped. Commands are written and replies read by
@@ -167,6 +174,9 @@ public final class RedisRemoteStore: RemoteStore {
         }
 
         deinit { redisFree(context) }
+
+        /// No received byte waits unparsed.
+        var isClean: Bool { blobcache_redis_buffered(context) == 0 }
 
         /// What is left until `deadline`, as the socket timeout; `Broken` once none is.
         private static func interval(until deadline: ContinuousClock.Instant, endpoint: String) throws -> timeval {
@@ -201,12 +211,23 @@ public final class RedisRemoteStore: RemoteStore {
                 guard redisBufferWrite(context, &written) == REDIS_OK else { throw failure("sending") }
             }
             var raw: UnsafeMutableRawPointer?
+            var headerChecked = false
+            let bound = limit > Int.max - (64 << 10) ? Int.max : limit + (64 << 10)
             while raw == nil {
                 _ = redisSetTimeout(context, try Self.interval(until: deadline, endpoint: endpoint))
                 guard redisBufferRead(context) == REDIS_OK else { throw failure("reading the reply") }
-                let announced = blobcache_redis_announced_bulk(context)
-                guard announced <= Int64(limit), blobcache_redis_buffered(context) <= limit + (64 << 10) else {
-                    throw Broken(message: "\(endpoint): a reply of \(max(announced, Int64(blobcache_redis_buffered(context)))) bytes is over the \(limit)-byte limit")
+                // Nothing is parsed before the reply's first line has been checked: an aggregate
+                // or a bulk string over the limit is refused from its header, before hiredis
+                // gathers or allocates anything for it.
+                if !headerChecked {
+                    switch blobcache_redis_check_header(context, Int64(limit)) {
+                    case 0: continue
+                    case 1: headerChecked = true
+                    default: throw Broken(message: "\(endpoint): a reply that is not a bulk string of at most \(limit) bytes, a status, an error or an integer")
+                    }
+                }
+                guard blobcache_redis_buffered(context) <= bound else {
+                    throw Broken(message: "\(endpoint): a reply over the \(limit)-byte limit")
                 }
                 guard redisGetReplyFromReader(context, &raw) == REDIS_OK else { throw failure("parsing the reply") }
             }

@@ -28,8 +28,9 @@ public enum RemoteStores {
     ///     let store = try RemoteStores.store(url: "http://cache.internal/blobs?layout=flat")
     public static func store(url text: String, timeout: Duration = defaultTimeout,
                              maxObjectBytes: Int = HTTPRemoteStore.maxObjectBytes) throws -> any RemoteStore {
+        let shown = redacted(text)
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
-            throw RemoteStoreError.invalidURL(text, reason: "expected http://HOST/PATH, https://HOST/PATH or redis://HOST:PORT/PREFIX")
+            throw RemoteStoreError.invalidURL(shown, reason: "expected http://HOST/PATH, https://HOST/PATH or redis://HOST:PORT/PREFIX")
         }
         switch scheme {
         case "http", "https":
@@ -40,7 +41,7 @@ public enum RemoteStores {
                 for item in query.split(separator: "&") {
                     let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
                     guard parts.count == 2, parts[0] == "layout", let chosen = HTTPRemoteStore.Layout(rawValue: parts[1]) else {
-                        throw RemoteStoreError.invalidURL(text, reason: "the only query is layout=subdirs or layout=flat")
+                        throw RemoteStoreError.invalidURL(shown, reason: "the only query is layout=subdirs or layout=flat")
                     }
                     layout = chosen
                 }
@@ -50,23 +51,37 @@ public enum RemoteStores {
             var segments = url.path.split(separator: "/").map(String.init)
             var database = 0
             if segments.count >= 2, let number = Int(segments[0]), segments[0].allSatisfy(\.isASCII) {
-                guard number >= 0 else { throw RemoteStoreError.invalidURL(text, reason: "the database must be a number from 0") }
+                guard number >= 0 else { throw RemoteStoreError.invalidURL(shown, reason: "the database must be a number from 0") }
                 database = number
                 segments.removeFirst()
             }
             let prefix = segments.joined(separator: "/")
             guard prefix.allSatisfy({ !$0.isWhitespace }) else {
-                throw RemoteStoreError.invalidURL(text, reason: "the prefix must not contain spaces")
+                throw RemoteStoreError.invalidURL(shown, reason: "the prefix must not contain spaces")
             }
             let user = url.user(percentEncoded: false).flatMap { $0.isEmpty ? nil : $0 }
             let password = url.password(percentEncoded: false)
             guard password != nil || user == nil else {
-                throw RemoteStoreError.invalidURL(text, reason: "a user needs a password: redis://USER:PASSWORD@HOST/… (or redis://:PASSWORD@HOST/…)")
+                throw RemoteStoreError.invalidURL(shown, reason: "a user needs a password: redis://USER:PASSWORD@HOST/… (or redis://:PASSWORD@HOST/…)")
             }
             return RedisRemoteStore(host: host, port: url.port ?? 6379, prefix: prefix.isEmpty ? "blobcache" : prefix, timeout: timeout,
                                     user: user, password: password, database: database, maxReplyBytes: maxObjectBytes)
         default:
-            throw RemoteStoreError.invalidURL(text, reason: "unknown scheme '\(scheme)'; expected http, https or redis")
+            throw RemoteStoreError.invalidURL(shown, reason: "unknown scheme '\(scheme)'; expected http, https or redis")
         }
+    }
+
+    /// `url` with any password replaced by `***`, for messages.
+    ///
+    ///     RemoteStores.redacted("redis://:secret@host/x")   // "redis://:***@host/x"
+    public static func redacted(_ url: String) -> String {
+        guard let scheme = url.firstRange(of: "://") else { return url }
+        let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" }
+        guard let at = authority.lastIndex(of: "@") else { return url }
+        let userinfo = authority[..<at]
+        let user = userinfo.prefix { $0 != ":" }
+        var shown = url
+        shown.replaceSubrange(userinfo.startIndex..<at, with: userinfo.contains(":") ? "\(user):***" : String(user))
+        return shown
     }
 }

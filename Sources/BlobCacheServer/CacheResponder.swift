@@ -44,7 +44,11 @@ struct CacheResponder: Sendable {
             switch request.method {
             case .get: return await get(key, headOnly: false, sha256: sha256)
             case .head: return await get(key, headOnly: true, sha256: sha256)
-            case .put: return await put(key, request: request, sha256: sha256)
+            case .put:
+                var reply = await put(key, request: request, sha256: sha256)
+                // A PUT refused part way (413, a short body, a failure) left its body unread.
+                if reply.status.code >= 400 { reply.closesConnection = true }
+                return reply
             case .delete: return await delete(key)
             case WebDAV.mkcol: return WebDAV.makeCollection()
             case WebDAV.propfind: return await propfind(key, path: request.uri.path)

@@ -76,27 +76,34 @@ public struct CacheServer: Service {
                 let start = ContinuousClock.now
                 let target = RequestTarget(path: request.uri.path)
                 var credential: String?
-                let reply: Reply
+                var reply: Reply
+                var admitted = false
                 switch await gate.verdict(for: request, target: target) {
                 case .refused(let refusal):
                     reply = refusal
+                    reply.closesConnection = true
                 case .admitted(let name):
+                    admitted = true
                     credential = name
                     if BodyReader.expectsContinue(request, limit: maxBody) {
                         try await writer.writeInformationalHead(HTTPResponse(status: .continue))
                     }
                     reply = await responder.respond(to: request, target: target)
                 }
+                // A refused request's body is not read to its end: the connection ends with the
+                // reply, so a refused client cannot hold it by sending a body for ever.
+                if reply.closesConnection { reply.headers[.connection] = "close" }
                 defer {
                     let elapsed = ContinuousClock.now - start
                     let isPut = request.method == .put
                     metrics.record(method: request.method, status: reply.status.code, duration: elapsed,
-                                   received: isPut ? reply.loggedBytes : 0, sent: isPut ? 0 : reply.loggedBytes,
+                                   received: isPut && admitted ? reply.loggedBytes : 0, sent: isPut ? 0 : reply.loggedBytes,
                                    lookup: Self.lookup(request, target: target, status: reply.status.code))
                     RequestLog.record(request, reply, elapsed: elapsed, client: channel.remoteAddress, credential: credential,
                                       accessLog: accessLog, logger: logger)
                 }
                 try await writer.write(response: reply.head, body: reply.responseBody)
+                if reply.closesConnection { channel.close(mode: .input, promise: nil) }
             },
             onServerRunning: { channel in
                 let actual = ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port)

@@ -78,7 +78,10 @@ extension CacheServer {
         let chain = try NIOSSLCertificate.fromPEMFile(certificate)
         guard !chain.isEmpty else { throw NIOSSLError.failedToLoadCertificate }
         let privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
-        return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(privateKey))
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
+                                                                     privateKey: .privateKey(privateKey))
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
     }
 
     /// A logger writing to standard error at `level` (swift-log's stream handler).

@@ -26,22 +26,22 @@ final class ConnectionWatch: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        stalled?.cancel()
-        stalled = nil
-        if counted {
-            counted = false
-            metrics.connectionsChanged(by: -1)
-        }
+        release()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        release()
+        context.fireChannelInactive()
+    }
+
+    /// Stops the timer and uncounts the connection, once, whichever of the two comes first.
+    private func release() {
         stalled?.cancel()
         stalled = nil
         if counted {
             counted = false
             metrics.connectionsChanged(by: -1)
         }
-        context.fireChannelInactive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

@@ -88,6 +88,11 @@ public struct Credentials: Sendable {
             entries.append(try Self.entry(parsing: line, path: path, number: index + 1))
         }
         guard !entries.isEmpty else { throw CredentialsError.empty(path: path) }
+        var seen = Set<String>()
+        for entry in entries where !seen.insert("\(entry.scheme.rawValue) \(entry.name)").inserted {
+            // Appending a new line for a user would otherwise leave the old password in force.
+            throw CredentialsError.malformed(path: path, line: 0, reason: "\(entry.scheme.rawValue) \(entry.name) appears twice; keep one line per name")
+        }
         self.init(entries: entries)
     }
 
@@ -145,7 +150,11 @@ public struct Credentials: Sendable {
     public func access(forAuthorization value: String) -> Grant? {
         if case .checked(let grant) = check(remembered: value) { return grant }
         let found = verify(value)
-        verified.remember(Self.fingerprint(of: value), found)
+        // A refused token cost one SHA-256 and is not remembered, so a flood of random tokens
+        // cannot push out the passwords that cost a derivation each.
+        if found != nil || !value.lowercased().hasPrefix("bearer ") {
+            verified.remember(Self.fingerprint(of: value), found)
+        }
         return found
     }
 
@@ -161,6 +170,9 @@ public struct Credentials: Sendable {
 
     private static func fingerprint(of value: String) -> [UInt8] { Array(SHA256.hash(data: Array(value.utf8))) }
 
+    /// What an unknown user's password is derived against (it matches no password).
+    private static let unknownUserHash = PasswordHash(parsing: "pbkdf2-sha256$\(passwordRounds)$AAAAAAAAAAAAAAAAAAAAAA==$" + String(repeating: "A", count: 43) + "=")!
+
     private func verify(_ value: String) -> Grant? {
         let parts = value.split(separator: " ", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { return nil }
@@ -171,10 +183,12 @@ public struct Credentials: Sendable {
                   let colon = pair.firstIndex(of: ":") else { return nil }
             let user = String(pair[..<colon])
             let password = String(pair[pair.index(after: colon)...])
-            guard let entry = entries.first(where: { $0.scheme == .basic && $0.name == user }),
-                  let stored = PasswordHash(parsing: entry.hash),
-                  let derived = try? PasswordHash.derive(password, salt: stored.salt, rounds: stored.rounds),
-                  ConstantTime.equal(derived.hash, stored.hash) else { return nil }
+            let entry = entries.first { $0.scheme == .basic && $0.name == user }
+            // An unknown user costs the same derivation, so the time taken does not say which
+            // users exist.
+            let stored = entry.flatMap { PasswordHash(parsing: $0.hash) } ?? Self.unknownUserHash
+            guard let derived = try? PasswordHash.derive(password, salt: stored.salt, rounds: stored.rounds),
+                  ConstantTime.equal(derived.hash, stored.hash), let entry else { return nil }
             return Grant(name: entry.name, access: entry.access)
         case "bearer":
             let presented = TokenHash(token: secret).digest

@@ -22,7 +22,8 @@ struct HostCheck: Sendable {
         guard let allowed else { return true }
         // HTTP/1.0 clients send no Host; a browser always does, so none is no rebinding.
         guard let authority, !authority.isEmpty else { return true }
-        let host = Self.hostPart(of: authority.lowercased())
+        var host = Self.hostPart(of: authority.lowercased())
+        if host.hasSuffix(".") { host.removeLast() }  // the fully qualified spelling of the same name
         return Self.isLoopback(host) || allowed.contains(host)
     }
 

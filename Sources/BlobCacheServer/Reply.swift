@@ -12,6 +12,9 @@ struct Reply: Sendable {
     var streamedBody: ResponseBody?
     /// The body bytes the request log reports (received for a PUT, sent otherwise).
     var loggedBytes = 0
+    /// Whether the connection ends after this reply: it refuses a request whose body may not
+    /// have been read, which the server will not read to its end for a client it refused.
+    var closesConnection = false
 
     /// A reply with `body`, typed and sized; `headOnly` keeps the length but sends no bytes (HEAD).
     init(status: HTTPResponse.Status, contentType: String? = nil, body: ByteBuffer? = nil, length: Int? = nil, headOnly: Bool = false) {

@@ -20,23 +20,34 @@ static inline size_t blobcache_redis_buffered(const redisContext *context) {
     return reader && reader->len > reader->pos ? reader->len - reader->pos : 0;
 }
 
-/* The length a bulk string announces when the unparsed bytes begin one ("$N\r\n"), read from
- * its header alone so that a reply can be refused before its bytes are gathered; -1 when they
- * do not begin one or its header is not complete yet. Lengths past 2^50 are returned as 2^50. */
-static inline long long blobcache_redis_announced_bulk(const redisContext *context) {
+/* Checks the first line of a reply before hiredis parses any of it: 0 while the line is not
+ * complete yet; 1 when it is a status, an error, an integer or a bulk string of at most `limit`
+ * bytes; -1 for anything else (an array or other aggregate, which no command here answers, a
+ * longer bulk string, or a first line longer than 64 KiB). */
+static inline int blobcache_redis_check_header(const redisContext *context, long long limit) {
     const redisReader *reader = context->reader;
-    if (!reader || !reader->buf || reader->pos >= reader->len) return -1;
+    if (!reader || !reader->buf || reader->pos >= reader->len) return 0;
     const char *bytes = reader->buf + reader->pos;
     size_t count = reader->len - reader->pos;
-    if (bytes[0] != '$') return -1;
-    long long length = 0;
-    for (size_t index = 1; index < count; index++) {
-        char digit = bytes[index];
-        if (digit == '\r') return index > 1 ? length : -1;
-        if (digit < '0' || digit > '9') return -1;
-        length = length * 10 + (digit - '0');
-        if (length >= (1LL << 50)) return 1LL << 50;
+    const char *end = memchr(bytes, '\r', count);
+    if (!end) return count > 65536 ? -1 : 0;
+    switch (bytes[0]) {
+    case '+': case '-': case ':':
+        return 1;
+    case '$': {
+        long long length = 0;
+        const char *digit = bytes + 1;
+        if (digit < end && *digit == '-') return end - digit == 2 && digit[1] == '1' ? 1 : -1;
+        if (digit == end) return -1;
+        for (; digit < end; digit++) {
+            if (*digit < '0' || *digit > '9') return -1;
+            length = length * 10 + (*digit - '0');
+            if (length > limit) return -1;
+        }
+        return 1;
     }
-    return -1;
+    default:
+        return -1;
+    }
 }
 #endif

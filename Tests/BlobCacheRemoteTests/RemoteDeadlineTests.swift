@@ -24,14 +24,26 @@ struct RemoteDeadlineTests {
         #expect(throws: (any Error).self) { try store.get(.blob(Self.id)) }
     }
 
-    @Test("a Redis reply announcing more than the limit is refused from its header")
-    func oversizedRedisReply() throws {
-        let server = try SlowServer("redis-huge", size: 64 << 20)
+    @Test("a Redis reply announcing more than the limit, or an array, is refused from its header",
+          arguments: ["redis-huge", "redis-split", "redis-array"])
+    func oversizedRedisReply(mode: String) throws {
+        let server = try SlowServer(mode, size: 64 << 20)
         let store = RedisRemoteStore(port: server.port, prefix: "t", timeout: .seconds(30), maxReplyBytes: 1 << 20)
         #expect {
             try store.get(.blob(Self.id))
         } throws: { error in
-            "\(error)".contains("over the 1048576-byte limit")
+            "\(error)".contains("not a bulk string of at most 1048576 bytes")
+        }
+    }
+
+    @Test("a password in a remote URL never appears in an error message")
+    func passwordRedacted() throws {
+        for url in ["rediss://:hunter2@127.0.0.1/x", "http://ci:hunter2@127.0.0.1/x?layout=tree", "redis://ci:hunter2@127.0.0.1/x y"] {
+            #expect {
+                try RemoteStores.store(url: url)
+            } throws: { error in
+                !"\(error)".contains("hunter2") && "\(error)".contains("***")
+            }
         }
     }
 

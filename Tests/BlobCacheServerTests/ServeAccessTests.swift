@@ -25,6 +25,13 @@ struct ServeAccessTests {
 
     static let token = "t0k3n-5f1e2d3c4b5a69788796a5b4"
 
+    /// `blobcache serve --auth-file PATH`, which should refuse to start; `timeout` ends it
+    /// (exit 124) if it serves after all, so the test fails instead of waiting for ever.
+    static func refusedServe(directory: String, authFile: String) throws -> (status: Int32, output: String) {
+        let blobcache = ServerProcess.productsDirectory.appendingPathComponent("blobcache").path
+        return try Run.run("timeout", ["20", blobcache, "serve", "--dir", directory, "--listen", "127.0.0.1:0", "--auth-file", authFile])
+    }
+
     /// An auth file with alice (read-write), bob (read only) and a read-write token; mode 0600.
     static func authFile(in folder: String) throws -> String {
         var lines = ""
@@ -47,7 +54,9 @@ struct ServeAccessTests {
         let evil = try Curl.request("PUT", "\(server.url)/ac/x", body: Array("planted".utf8), extra: ["-H", "Host: evil.example"])
         #expect(evil.status == 421)
         #expect(try Curl.request("GET", "\(server.url)/ac/x").status == 404, "the refused PUT stored nothing")
-        for host in ["localhost:8080", "127.0.0.1", "[::1]:80", "cache.internal:8080"] {
+        let probe = try Curl.request("GET", "\(server.url)/healthz", extra: ["-H", "Host: 10.1.2.3:8080"])
+        #expect(probe.status == 200, "a probe by address reaches /healthz")
+        for host in ["localhost:8080", "127.0.0.1", "[::1]:80", "cache.internal:8080", "localhost.", "cache.internal.:80"] {
             let put = try Curl.request("PUT", "\(server.url)/ac/\(host.count)", body: [1], extra: ["-H", "Host: \(host)"])
             #expect(put.status == 201, "Host: \(host)")
         }
@@ -94,9 +103,22 @@ struct ServeAccessTests {
         let scratch = try ScratchDirectory("auth-open")
         let path = try Self.authFile(in: scratch.path)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
-        let result = try Self.blobcache(["serve", "--dir", scratch.path + "/cache", "--listen", "127.0.0.1:0", "--auth-file", path], input: "")
-        #expect(result.status == 9)
+        let result = try Self.refusedServe(directory: scratch.path + "/cache", authFile: path)
+        #expect(result.status == 9, "\(result.output)")
         #expect(!result.output.contains("listening"))
+    }
+
+    @Test("an auth file naming a user twice is refused (exit 9): appending a new password must not leave the old one in force")
+    func duplicateUserRefused() throws {
+        let scratch = try ScratchDirectory("auth-duplicate")
+        let path = try Self.authFile(in: scratch.path)
+        let again = try Self.blobcache(["credential", "basic", "alice", "--access", "read"], input: "new-pass\n")
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(again.output.utf8))
+        try handle.close()
+        let result = try Self.refusedServe(directory: scratch.path + "/cache", authFile: path)
+        #expect(result.status == 9, "\(result.output)")
     }
 
     @Test("credential: a short token and an empty secret are refused (exit 2), a bad scheme is usage (64)")

@@ -5,6 +5,8 @@ limits. Prints the port on its first line, then answers every connection in MODE
   redis-trickle  reads a command, then answers a bulk string of SIZE bytes (default 64), one
                  byte a second
   redis-huge     reads a command, then announces a bulk string of SIZE bytes and sends it
+  redis-split    the same, the bulk string's "$" in a packet of its own before its length
+  redis-array    reads a command, then answers an array of SIZE integers
   http-trickle   reads a request head, then answers 200 with a body of SIZE bytes (default
                  64), 4 bytes a second
 
@@ -42,6 +44,21 @@ def serve(connection, mode, size):
                 connection.sendall(chunk)
                 sent += len(chunk)
             connection.sendall(b"\r\n")
+        elif mode == "redis-split":
+            connection.sendall(b"$")
+            time.sleep(0.2)
+            connection.sendall(b"%d\r\n" % size)
+            block = b"\0" * (1 << 20)
+            sent = 0
+            while sent < size:
+                chunk = block[: min(len(block), size - sent)]
+                connection.sendall(chunk)
+                sent += len(chunk)
+        elif mode == "redis-array":
+            connection.sendall(b"*%d\r\n" % size)
+            element = b":0\r\n" * 4096
+            for _ in range(0, size, 4096):
+                connection.sendall(element)
         elif mode == "http-trickle":
             trickle(connection, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length, b"y" * length, 0.25)
     except OSError:

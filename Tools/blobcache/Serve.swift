@@ -67,7 +67,7 @@ struct Serve: ParsableCommand {
                                valueName: "PATH"))
     var authFile: String?
 
-    @Flag(help: "With --auth-file: let requests without credentials read (GET, HEAD, PROPFIND); writes still need one.")
+    @Flag(help: "With --auth-file: let requests without credentials read (GET, HEAD, OPTIONS, PROPFIND, /status, /metrics); writes still need one.")
     var allowUnauthenticatedReads = false
 
     @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.", valueName: "PATH"))
