@@ -28,6 +28,15 @@ def trickle(connection, head, body, interval):
         time.sleep(interval)
 
 
+def send_zeros(connection, size):
+    block = b"\0" * (1 << 20)
+    sent = 0
+    while sent < size:
+        chunk = block[: min(len(block), size - sent)]
+        connection.sendall(chunk)
+        sent += len(chunk)
+
+
 def serve(connection, mode, size):
     try:
         connection.recv(65536)
@@ -37,23 +46,13 @@ def serve(connection, mode, size):
             trickle(connection, b"", b"$%d\r\n" % length + b"x" * length + b"\r\n", 1)
         elif mode == "redis-huge":
             connection.sendall(b"$%d\r\n" % size)
-            block = b"\0" * (1 << 20)
-            sent = 0
-            while sent < size:
-                chunk = block[: min(len(block), size - sent)]
-                connection.sendall(chunk)
-                sent += len(chunk)
+            send_zeros(connection, size)
             connection.sendall(b"\r\n")
         elif mode == "redis-split":
             connection.sendall(b"$")
             time.sleep(0.2)
             connection.sendall(b"%d\r\n" % size)
-            block = b"\0" * (1 << 20)
-            sent = 0
-            while sent < size:
-                chunk = block[: min(len(block), size - sent)]
-                connection.sendall(chunk)
-                sent += len(chunk)
+            send_zeros(connection, size)
         elif mode == "redis-array":
             connection.sendall(b"*%d\r\n" % size)
             element = b":0\r\n" * 4096
