@@ -9,7 +9,7 @@ It checks the commit out in a worktree beside the repository (../blobcache-again
 builds both workload runners in release mode, then runs them one after the other, the order
 swapped every run (the machine is noisy: only runs interleaved like this compare), and prints
 each figure's median per side and this tree's ratio (> 1 is faster). Timings are the runner's
-own (Benchmarks/Sources/workload); the corpus is ../shared/bench's (built when missing).
+own (Benchmarks/Sources/workload); the corpus is Benchmarks/corpus's (built when missing).
 """
 import argparse
 import json
@@ -40,8 +40,8 @@ def main():
     parser.add_argument("--this-harness", action="store_true",
                         help="build the commit's engine with this tree's workload runner (for workloads it lacks)")
     args = parser.parse_args()
-    if not os.path.exists(os.path.join(args.corpus, "manifest.tsv")):
-        subprocess.run([sys.executable, os.path.join(ROOT, "..", "shared", "bench", "make_corpus.py"),
+    if not os.path.exists(os.path.join(args.corpus, "w5_trace.tsv")):
+        subprocess.run([sys.executable, os.path.join(HERE, "corpus", "make_corpus.py"),
                         "--out", args.corpus], check=True)
     tree = os.path.join(os.path.dirname(ROOT), "blobcache-against-" + args.commit)
     if not os.path.isdir(tree):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Side-by-side throughput of BlobCache, python-diskcache and a raw-filesystem baseline.
 
-Runs the standard workloads W1-W5 (../shared/bench/README.md) on the same corpus, in
+Runs the standard workloads W1-W5 (Benchmarks/corpus/README.md) on the same corpus, in
 alternation (the engine order rotates every run), several times, and prints each figure as
 the median of the runs with min-max, and BlobCache's ratio to the others: of the medians, and
 in each run. A figure whose min-max spread exceeds 30% of its median is flagged (⚑): quote it
@@ -13,11 +13,14 @@ each warm-up (settle), so that no phase pays for the dirty pages of the one befo
     python3 Benchmarks/compare.py --json out.json # also write every sample
     python3 Benchmarks/compare.py --compression fastReads --workloads w1,w3
                                                   # BlobCache under another compression preset
-    python3 Benchmarks/compare.py --from-json out.json --chart docs/performance.svg
+    python3 Benchmarks/compare.py --from-json out.json --chart /tmp/chart.svg
                                                   # table and chart again from saved samples
 
-It builds the corpus (../shared/bench/make_corpus.py) when missing, installs `diskcache` with
-pip when missing, and builds the Swift workload runner in release mode.
+`python3 Benchmarks/performance.py` runs it for docs/PERFORMANCE.md (and its chart and JSON).
+
+It installs `diskcache` with pip when missing, builds the Swift workload runner in release mode,
+and builds the corpus (Benchmarks/corpus/make_corpus.py) when missing; a missing prerequisite
+(swift not on PATH, pip failing, a failed build) stops it with a one-line message.
 
 - BlobCache and the raw baseline run in the Swift runner (Benchmarks/Sources/workload): the raw
   baseline writes each value to a temporary file and renames it into a two-level sharded tree
@@ -38,30 +41,79 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "bench")
+MAKE_CORPUS = os.path.join(HERE, "corpus", "make_corpus.py")
+
+
+class Failure(Exception):
+    """A missing prerequisite or a failed step: main() prints it as one line and exits 1."""
+
+
+def last_line(text):
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def error_line(text):
+    """The first line that says error (pip's last line is often only a hint), else the last."""
+    lines = [line.strip() for line in (text or "").splitlines() if "error" in line.lower()]
+    return lines[0] if lines else last_line(text)
+
+
+def check_prerequisites(engines):
+    """What can be checked in a moment, before minutes go into building the corpus."""
+    if {"blobcache", "rawfs"} & set(engines) and shutil.which("swift") is None:
+        raise Failure("swift is not on PATH: install a Swift toolchain (6.1 or later) and put its "
+                      "usr/bin on PATH, or run with --engines diskcache")
 
 
 def ensure_diskcache():
     try:
         import diskcache  # noqa: F401
+        return
     except ImportError:
-        print("compare: installing diskcache with pip", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "diskcache"], check=True)
+        pass
+    print("compare: installing diskcache with pip", file=sys.stderr)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "diskcache"], capture_output=True, text=True)
+    if pip.returncode != 0:
+        raise Failure(f"pip could not install diskcache (exit {pip.returncode}: {error_line(pip.stderr or pip.stdout)}); "
+                      f"install it for {sys.executable} yourself (python3 -m pip install diskcache) and run again")
+    import importlib
+    importlib.invalidate_caches()
+    try:
+        import diskcache  # noqa: F401,F811
+    except ImportError:
+        raise Failure(f"pip installed diskcache but {sys.executable} cannot import it; "
+                      "install it for this interpreter (python3 -m pip install diskcache) and run again") from None
 
 
 def ensure_corpus(corpus):
     if os.path.exists(os.path.join(corpus, "w5_trace.tsv")):
         return
     print(f"compare: building the corpus in {corpus} (a few minutes, once)", file=sys.stderr)
-    subprocess.run([sys.executable, os.path.join(SHARED, "make_corpus.py"), "--out", corpus], check=True)
+    built = subprocess.run([sys.executable, MAKE_CORPUS, "--out", corpus])
+    if built.returncode != 0:
+        raise Failure(f"building the corpus in {corpus} failed (exit {built.returncode}, see above): "
+                      f"python3 Benchmarks/corpus/make_corpus.py --out {corpus}")
 
 
 def build_runner():
-    subprocess.run(["swift", "build", "-c", "release", "--package-path", HERE, "--product", "workload"],
-                   check=True, stdout=subprocess.DEVNULL)
-    path = subprocess.run(["swift", "build", "-c", "release", "--package-path", HERE, "--show-bin-path"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(path, "workload")
+    command = ["swift", "build", "-c", "release", "--package-path", HERE, "--product", "workload"]
+    print("compare: building the workload runner (swift build -c release; minutes the first time)", file=sys.stderr)
+    try:
+        built = subprocess.run(command, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise Failure("swift is not on PATH: install a Swift toolchain (6.1 or later) and put its usr/bin on PATH") from None
+    if built.returncode != 0:
+        errors = [line for line in (built.stdout + built.stderr).splitlines() if "error:" in line]
+        for line in errors[:10]:
+            print(line, file=sys.stderr)
+        raise Failure(f"building the workload runner failed (exit {built.returncode}): "
+                      + (errors[0].strip() if errors else last_line(built.stderr or built.stdout)))
+    path = subprocess.run(command[:-2] + ["--show-bin-path"], capture_output=True, text=True)
+    runner = os.path.join(path.stdout.strip(), "workload")
+    if path.returncode != 0 or not os.path.exists(runner):
+        raise Failure(f"swift build --show-bin-path did not name the workload runner ({last_line(path.stderr)})")
+    return runner
 
 
 # ---------------------------------------------------------------- corpus access (diskcache side)
@@ -224,9 +276,11 @@ def run_diskcache(corpus_dir, workloads, work, w4_runs):
             settle()
             samples = []
             for _ in range(w4_runs):
-                out = subprocess.run([sys.executable, __file__, "--diskcache-w4-open", directory, keys[len(keys) // 2]],
-                                     check=True, capture_output=True, text=True).stdout
-                samples.append(float(out.strip()))
+                opened = subprocess.run([sys.executable, __file__, "--diskcache-w4-open", directory, keys[len(keys) // 2]],
+                                        capture_output=True, text=True)
+                if opened.returncode != 0:
+                    raise Failure(f"diskcache's W4 open failed (exit {opened.returncode}): {error_line(opened.stderr)}")
+                samples.append(float(opened.stdout.strip()))
             shutil.rmtree(directory, ignore_errors=True)
             results.append(measure("W4.open+get", 1, statistics.median(samples), 4096))
         elif workload == "w5":
@@ -278,11 +332,13 @@ def diskcache_w4_open(directory, key):
 
 def run_swift(runner, engine, corpus, workloads, work, w4_runs, compression=None):
     preset = ["--compression", compression] if compression and engine == "blobcache" else []
-    out = subprocess.run([runner, "--engine", engine, "--corpus", corpus, "--workloads", ",".join(workloads),
+    ran = subprocess.run([runner, "--engine", engine, "--corpus", corpus, "--workloads", ",".join(workloads),
                           "--w4-runs", str(w4_runs), "--work", os.path.join(work, engine)] + preset,
-                         check=True, capture_output=True, text=True).stdout
-    line = [l for l in out.splitlines() if l.startswith("{")][-1]
-    return json.loads(line)["results"]
+                         capture_output=True, text=True)
+    lines = [l for l in ran.stdout.splitlines() if l.startswith("{")]
+    if ran.returncode != 0 or not lines:
+        raise Failure(f"the workload runner failed on {engine} (exit {ran.returncode}): {last_line(ran.stderr or ran.stdout)}")
+    return json.loads(lines[-1])["results"]
 
 
 # ---------------------------------------------------------------- report
@@ -434,10 +490,15 @@ CHART_ROWS = [("W1.put", "opsPerSecond", "W1 put"), ("W1.get", "opsPerSecond", "
               ("W2.put", "opsPerSecond", "W2 put"), ("W2.get", "opsPerSecond", "W2 get"),
               ("W3.put", "opsPerSecond", "W3 put"), ("W3.get", "opsPerSecond", "W3 get"),
               ("W4.open+get", "seconds", "W4 open+get"), ("W5", "opsPerSecond", "W5 ops")]
-CHART_ENGINES = [("blobcache", "BlobCache", "#2b6cb0"), ("rawfs", "raw fs (temp+rename)", "#dd6b20")]
+CHART_ENGINES = [("blobcache", "BlobCache", "#2b6cb0"), ("rawfs", "raw files (temp+rename)", "#dd6b20")]
 
 
 def write_chart(table, runs, path):
+    with open(path, "w") as f:
+        f.write(chart_svg(table, runs))
+
+
+def chart_svg(table, runs):
     """An SVG bar chart: each engine's median speed per workload as a multiple of diskcache's
     (log scale; for W4, whose metric is a time, the inverse)."""
     import math
@@ -467,7 +528,7 @@ def write_chart(table, runs, path):
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{left}" y="20" font-size="14" font-weight="bold">Speed as a multiple of python-diskcache '
-           f'(medians of {runs} runs, log scale)</text>']
+           f'({f"medians of {runs} runs" if runs != 1 else "one run"}, log scale)</text>']
     for tick in ticks:
         tx = x(tick)
         out.append(f'<line x1="{tx:.1f}" y1="{top - 8}" x2="{tx:.1f}" y2="{height - 40}" '
@@ -489,11 +550,27 @@ def write_chart(table, runs, path):
         lx += 24 + 7 * len(name)
     out.append(f'<text x="{lx}" y="{height - 7}">python-diskcache: the 1× line</text>')
     out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    return "\n".join(out) + "\n"
+
+
+def load_samples(path):
+    """The samples a --json run saved: engine -> runs -> results. Also reads the document
+    Benchmarks/performance.py keeps (docs/performance.json), which holds them under "samples"."""
+    with open(path) as f:
+        data = json.load(f)
+    return data["samples"] if "samples" in data else data
 
 
 def main():
+    try:
+        run()
+    except Failure as failure:
+        sys.exit(f"compare: {failure}")
+    except OSError as error:
+        sys.exit(f"compare: {error}")
+
+
+def run():
     if len(sys.argv) == 4 and sys.argv[1] == "--diskcache-w4-open":
         diskcache_w4_open(sys.argv[2], sys.argv[3])
         return
@@ -510,8 +587,7 @@ def main():
                                               "default: the library's default, balanced")
     args = parser.parse_args()
     if args.from_json:
-        with open(args.from_json) as f:
-            samples = json.load(f)
+        samples = load_samples(args.from_json)
         runs = max(len(v) for v in samples.values())
         table = summarize(samples)
         print_table(table, runs)
@@ -520,10 +596,11 @@ def main():
         return
     workloads = args.workloads.lower().split(",")
     engines = args.engines.split(",")
-    ensure_corpus(args.corpus)
+    check_prerequisites(engines)
     if "diskcache" in engines:
         ensure_diskcache()
-    runner = build_runner()
+    runner = build_runner() if {"blobcache", "rawfs"} & set(engines) else None
+    ensure_corpus(args.corpus)
     samples = {engine: [] for engine in engines}
     with tempfile.TemporaryDirectory(prefix="blobcache-compare-") as work:
         for run in range(args.runs):

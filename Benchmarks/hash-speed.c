@@ -1,5 +1,6 @@
 // XXH64 against XXH3-64 over 1 MiB in the cache, xxHash's own code (Debian libxxhash-dev's header):
-// what made XXH3 the loose blob checksum (docs/FORMAT.md, format 3). Prints GB/s, three rounds.
+// what made XXH3 the loose blob checksum (docs/FORMAT.md, "Loose blob file": version 3). Prints
+// GB/s, three rounds.
 //
 //     cc -O2 -mavx2 Benchmarks/hash-speed.c -o /tmp/hash-speed && /tmp/hash-speed   # AVX2 kernel
 //     cc -O2 Benchmarks/hash-speed.c -o /tmp/hash-speed && /tmp/hash-speed          # default (SSE2)

@@ -14,8 +14,9 @@ serve  starts nginx serving 4 KiB and 1 MiB bodies as static files and `blobcach
        then PUTs new ones (each body made unique, so dedup cannot help), rounds interleaved;
        medians and the ratio serve / nginx.
 
-Needs nginx and wrk (apt-get install -y nginx wrk), the corpus (../shared/bench/make_corpus.py)
-and release builds, which it makes (swift build -c release). Prints a table and one JSON line.
+Needs nginx and wrk (apt-get install -y nginx wrk), the corpus (Benchmarks/corpus/make_corpus.py,
+built when missing) and release builds, which it makes (swift build -c release). Prints a table
+and one JSON line.
 """
 import argparse, json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time, http.client
 
@@ -177,6 +178,9 @@ def main():
         if shutil.which(program) is None and not os.path.exists(f"/usr/sbin/{program}"):
             sys.exit(f"remote.py: {program} is missing; run as root: apt-get install -y nginx wrk")
     os.environ["PATH"] += ":/usr/sbin"
+    if not os.path.exists(os.path.join(options.corpus, "w5_trace.tsv")):
+        subprocess.run([sys.executable, os.path.join(ROOT, "Benchmarks", "corpus", "make_corpus.py"),
+                        "--out", options.corpus], check=True)
     build()
     work = tempfile.mkdtemp(prefix="blobcache-remote-bench-")
     try:

@@ -3,14 +3,14 @@
 
     python3 Benchmarks/tree.py [--corpus DIR] [--runs 3] [--diskcache] [--against BLOBCACHE]
 
-Writes the corpus (../shared/bench/make_corpus.py) out as a tree of files once (its paths, under
-/tmp/blobtree), then, in interleaved rounds: `cp -r` of the tree; `blobcache import TREE` into a
-fresh cache; `blobcache export OUT` of that cache. With --diskcache, python-diskcache does the
-same (set every file, then write every value out). Each timed command starts after a sync, with
-the page cache holding the tree. With --against, another build of the CLI (e.g. one built at an
-older commit) imports and exports in the same rounds, after this one. Prints medians (min–max), the ratios cp / BlobCache (above 1:
-BlobCache is faster) for each run, and one JSON line. Builds the release CLI (swift build -c
-release).
+Writes the corpus (Benchmarks/corpus/make_corpus.py; built when missing) out as a tree of files
+once (its paths, under /tmp/blobtree), then, in interleaved rounds: `cp -r` of the tree;
+`blobcache import TREE` into a fresh cache; `blobcache export OUT` of that cache. With
+--diskcache, python-diskcache does the same (set every file, then write every value out). Each
+timed command starts after a sync, with the page cache holding the tree. With --against, another
+build of the CLI (e.g. one built at an older commit) imports and exports in the same rounds,
+after this one. Prints medians (min–max), the ratios cp / BlobCache (above 1: BlobCache is
+faster) for each run, and one JSON line. Builds the release CLI (swift build -c release).
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -81,6 +81,9 @@ def main():
     options = parser.parse_args()
     subprocess.run(["swift", "build", "-c", "release", "--product", "blobcache"], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL)
+    if not os.path.exists(os.path.join(options.corpus, "w5_trace.tsv")):
+        subprocess.run([sys.executable, os.path.join(HERE, "corpus", "make_corpus.py"), "--out", options.corpus],
+                       check=True)
     materialize(options.corpus, options.tree)
     source = os.path.join(options.tree, "files")
     count = sum(len(names) for _, _, names in os.walk(source))

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The shared benchmark corpus (../shared/bench/README.md), loaded into memory so timing
+/// The benchmark corpus (Benchmarks/corpus/README.md), loaded into memory so timing
 /// measures the cache and not the reading of inputs.
 struct Corpus {
     struct File { let path: String; let offset: Int; let size: Int }
@@ -55,7 +55,7 @@ enum WorkloadError: Error, CustomStringConvertible {
     case usage(String)
     var description: String {
         switch self {
-        case .missingCorpus(let path): "corpus file \(path) is missing: run python3 ../shared/bench/make_corpus.py"
+        case .missingCorpus(let path): "corpus file \(path) is missing: run python3 Benchmarks/corpus/make_corpus.py"
         case .usage(let text): text
         }
     }

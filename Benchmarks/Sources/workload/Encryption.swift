@@ -67,8 +67,7 @@ func encryptionComparison(_ options: Options, corpus: Corpus) throws -> [Measure
 /// nothing else (W2's 10,000 values of 4 KiB and the first 200 of W3's values of 1 MiB, no W1
 /// corpus, no put rounds): a one-minute check of the get ratios. (Whether opening each seal
 /// into a second buffer made the allocator trim and refault memory depends on a process's
-/// allocation history; this process does not show it, before or after the change: README,
-/// "Encryption at rest".)
+/// allocation history; this process does not show it, before or after the change.)
 func encryptionGetsAlone(_ options: Options) throws -> [Measurement] {
     let w2 = try Corpus.blobs(options.corpus + "/synth_4k.bin", size: 4096, count: 10_000)
     let w3 = try Corpus.blobs(options.corpus + "/synth_1m.bin", size: 1 << 20, count: 200)

@@ -2,7 +2,7 @@ import BlobCache
 
 // `--workloads presets`: W1 (the corpus's real files) and W3 (1,000 values of 1 MiB) once per
 // compression preset, each put row with the bytes stored: what each preset costs on disk
-// against what it gives in put and get speed (README, "Compression presets").
+// against what it gives in put and get speed.
 
 extension CompressionPolicy {
     /// The presets, in the order the workload runs them.

@@ -14,7 +14,7 @@ let readerRounds = ProcessInfo.processInfo.environment["READERS_ROUNDS"].flatMap
 /// One pass is about 16 ms here, short enough that waking the threads and the scheduler's
 /// placement of them weigh on the two-thread figure: in eight alternated runs, one pass gave
 /// a median of 1.67× (1.26–1.87×), five passes (about 80 ms) 1.85× (1.26–1.89×, 7 of 8 at
-/// 1.8× or more); README, "sixth session".
+/// 1.8× or more).
 let readerPasses = ProcessInfo.processInfo.environment["READERS_PASSES"].flatMap { Int($0) }.map { max(1, $0) } ?? 5
 
 func readers(_ options: Options, rounds: Int = readerRounds) throws -> [Measurement] {

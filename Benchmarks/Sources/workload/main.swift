@@ -1,4 +1,4 @@
-// workload: runs the standard workloads W1–W5 (../shared/bench/README.md) against BlobCache or
+// workload: runs the standard workloads W1–W5 (Benchmarks/corpus/README.md) against BlobCache or
 // the raw-filesystem baseline, and prints a table and one JSON line.
 //
 //   swift run -c release --package-path Benchmarks workload --help
@@ -15,7 +15,7 @@ let usage = """
            workload opens CACHE-DIR [ROUNDS] [--replay]
            workload replay-open CACHE-DIR
 
-    Replays the standard workloads (../shared/bench/README.md) and prints a table and one JSON
+    Replays the standard workloads (Benchmarks/corpus/README.md) and prints a table and one JSON
     line. --files DIR replays W1 over any directory of files; --workloads placement compares
     loose and packed puts; --keep-work leaves the caches in --work DIR for profiling; w4-open
     times one open + get of a kept W4 cache (what W4 runs in a fresh process). For profiling a
