@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs Tools/contract-client, a package outside the repository that uses the library's
-# public contract (issue 13's names and types), against a clean clone of this repository's HEAD.
+# public contract (its names and their types), against a clean clone of this repository's HEAD.
 # Prints `client: ok` on success. Takes a few minutes (a fresh build of the dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CLI beside itself (README, "many processes" figures): 400 `blobcache put` one by one and
+# The CLI beside itself (docs/CLI.md, "Many processes"): 400 `blobcache put` one by one and
 # 8 at a time (times, ratio, every value read back, fsck), then 1,400 mixed commands 8 at a
 # time (puts, gets of seeded keys, gets racing the puts of their keys, removes of missing keys),
 # each checked for its exit code and bytes. Prints one line per check; exits 1 on any failure.

@@ -1,4 +1,4 @@
-// The API contract of issue 13 used as a client outside the repository would: every name it
+// The library's public API used as a client outside the repository would: every name it
 // fixes, with the types it gives. Tools/check-contract.sh copies this package out of the
 // repository and builds and runs it against a clone of it.
 import BlobCache
@@ -10,7 +10,7 @@ struct Profile: Codable, Equatable, Sendable { var name: String }
 var configuration = BlobCache.Configuration()
 configuration.memoryLimit = 8 << 20
 configuration.logger = Logger(label: "client")
-// Issue 15: compression presets (large values stored raw under .fastReads).
+// Compression presets (large values stored raw under .fastReads).
 configuration.compression = .fastReads
 precondition(configuration.codec == .lz4 && configuration.compression.codec(forValueOf: 1 << 20) == Codec.none)
 let directory = NSTemporaryDirectory() + "client-\(getpid())"
