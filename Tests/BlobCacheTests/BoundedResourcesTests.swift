@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// A cache of many segments needs a bounded number of descriptors (issue 11, item 7): segments
+/// A cache of many segments needs a bounded number of descriptors: segments
 /// are opened when first read and only the most recently used stay open.
 @Suite("Bounded resources")
 struct BoundedResourcesTests {
@@ -25,7 +25,7 @@ struct BoundedResourcesTests {
         return CLI.Result(status: process.terminationStatus, stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
     }
 
-    /// 600 segments and 128 descriptors in every run; the issue's 10,000 and 256 with
+    /// 600 segments and 128 descriptors in every run; a large cache's 10,000 segments and a 256-descriptor limit with
     /// `BLOBCACHE_SEGMENTS=10000 BLOBCACHE_DESCRIPTORS=256 swift test --filter BoundedResources`
     /// (400 MB of segments: a measurement, not for every run).
     private static let environment = ProcessInfo.processInfo.environment

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// `ls` and `export` at their edges (issue 11, item 8): keys judged by bytes and scalars, not
+/// `ls` and `export` at their edges: keys judged by bytes and scalars, not
 /// by `Character`s; every key exported that can be.
 @Suite("CLI edges", .disabled(if: underThreadSanitizer, childProcessesUnderTSan))
 struct CLIEdgeTests {

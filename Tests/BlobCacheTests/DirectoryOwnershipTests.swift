@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// A cache owns its directory and nothing else (issue 11: docs/SECURITY.md): a directory that
+/// A cache owns its directory and nothing else (docs/SECURITY.md): a directory that
 /// is not a cache's is refused untouched, a cache is tagged `CACHEDIR.TAG`, and no repair
 /// deletes a file whose name the cache does not give.
 @Suite("Directory ownership")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// Total parsers (issue 11, item 5): every length, offset, count and time read from a file is
+/// Total parsers: every length, offset, count and time read from a file is
 /// checked before use, so damaged or forged bytes give a miss, a report or a typed error, never
 /// a trap, a hang or an allocation the file's real size does not justify.
 @Suite("Hostile bytes")

@@ -3,7 +3,7 @@ import Testing
 @testable import BlobCache
 
 /// A large sealed LZ4 payload is opened in pieces while its blocks are decoded
-/// (`OpenWhileDecoding`, issue 16): it must give exactly the bytes opening it whole gives, and
+/// (`OpenWhileDecoding`): it must give exactly the bytes opening it whole gives, and
 /// never a byte of a payload whose tag does not verify.
 @Suite("Opening while decoding")
 struct OpenWhileDecodingTests {

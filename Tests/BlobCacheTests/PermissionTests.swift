@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// Private by default (issue 11, item 4): what BlobCache creates is the owner's alone, unless
+/// Private by default: what BlobCache creates is the owner's alone, unless
 /// the cache directory is one the owner's group may read, write and enter.
 @Suite("Permissions")
 struct PermissionTests {

@@ -53,7 +53,7 @@ struct SnapshotTests {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         _ = try populate(dir, clock: clock)
-        // A session that writes less than the rewrite threshold leaves the snapshot as it was.
+        // An open that writes less than the rewrite threshold leaves the snapshot as it was.
         var cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
         try cache.set(Array("new".utf8), forKey: "key-new")
         try cache.removeValue(forKey: "key-1")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BlobCache
 
-/// No symbolic link inside DIR is followed (issue 11, item 3): a link planted where a segment,
+/// No symbolic link inside DIR is followed: a link planted where a segment,
 /// the journal, the lock, the snapshot or the counters should be never leads a write (or a
 /// truncation) to the file it points at.
 @Suite("Symbolic links in DIR")
@@ -77,7 +77,7 @@ struct SymlinkTests {
     }
 }
 
-/// Shard directories (issue 11, item 3): a link planted in place of `objects/<h>` is never
+/// Shard directories: a link planted in place of `objects/<h>` is never
 /// followed, for a write, a read or a delete.
 @Suite("Symbolic links in place of shard directories")
 struct ShardLinkTests {
@@ -119,7 +119,7 @@ struct ShardLinkTests {
     }
 }
 
-/// `objects/` and `packs/` themselves (issue 11, item 3).
+/// `objects/` and `packs/` themselves.
 @Suite("Symbolic links in place of objects/ and packs/")
 struct StoreDirectoryLinkTests {
     @Test("fsck reports a link in place of objects/ or packs/ and never lists what it leads to", arguments: ["objects", "packs"])

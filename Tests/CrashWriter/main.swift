@@ -44,6 +44,10 @@
 import BlobCache
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The value the writer stores under key number `n`: deterministic, so a reader can check it.

@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// libFuzzer targets for BlobCache's parsers (issue 11, item 6): one executable per parser, each
+// libFuzzer targets for BlobCache's parsers: one executable per parser, each
 // a thin entry point into `FuzzTarget` (Sources/BlobCache/Fuzzing). Its own package, so that
 // neither users of the library nor the main build ever compile them; build and run them with
 // Tools/fuzz.sh, which passes the sanitizer flags (`-sanitize=fuzzer,address`, `-enable-testing`).

@@ -3,10 +3,10 @@ import SystemPackage
 import Testing
 @testable import BlobCache
 
-/// One test for each defect the durability issue (#10) listed, each failing on the code before
+/// One test for each durability defect found, each failing on the code before
 /// its fix. The exhaustive fault and power-loss suites cover the same paths among many others;
 /// these name the defect and reproduce it directly.
-@Suite("Durability defects of issue 10")
+@Suite("Durability defects")
 struct DefectTests {
     // MARK: 1. Unlink before the record that makes it safe
 

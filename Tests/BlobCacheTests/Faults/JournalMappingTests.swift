@@ -6,8 +6,7 @@ import Glibc
 import Testing
 @testable import BlobCache
 
-/// The open maps a journal of 1 MiB and more instead of reading it into fresh memory (issue 15,
-/// target 7), and reads it after all when it cannot be mapped.
+/// The open maps a journal of 1 MiB and more instead of reading it into fresh memory, and reads it after all when it cannot be mapped.
 @Suite("Journal mapped for replay")
 struct JournalMappingTests {
     private static let count = 12_000
