@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -8,6 +8,9 @@ import Foundation
 
 let package = Package(
     name: "BlobCache",
+    // Written for Linux and macOS. macOS 15 is the first with the Synchronization module
+    // (`Atomic`, `Mutex`); the system libraries come from Homebrew there, so no other Apple
+    // platform is claimed.
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "BlobCache", targets: ["BlobCache"]),
@@ -15,7 +18,13 @@ let package = Package(
         .executable(name: "blobcache", targets: ["blobcache"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        // Exactly the release CI tests: on Linux AESGCMKey imports CCryptoBoringSSL, swift-crypto's
+        // internal C module (no product, no API promise), for a key context kept for the cache's
+        // life and BoringSSL's piecewise GCM open. swift-crypto's public `AES.GCM` sets up the
+        // key on every call and opens only whole payloads, which made encrypted small gets about
+        // half as fast (measure: `workload --workloads encryption` in Benchmarks). Move the pin
+        // only with a run of CipherTests and OpenWhileDecodingTests on the new release.
+        .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -40,7 +49,8 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
-        // XXH3 from the system's xxHash header (Debian libxxhash-dev; nothing linked), its AVX2
+        // XXH3 from the system's xxHash header (Debian libxxhash-dev, Homebrew xxhash; nothing
+        // linked: a plain target has no providers, so those are named here), its AVX2
         // kernel picked at run time: the loose blob checksum (docs/FORMAT.md).
         .target(name: "CXXHash"),
         .target(
@@ -57,7 +67,7 @@ let package = Package(
         ),
         // hiredis' headers are found as <hiredis/hiredis.h> (Debian's libhiredis-dev); no
         // pkg-config, whose -D_FILE_OFFSET_BITS=64 SwiftPM refuses with a warning.
-        .systemLibrary(name: "CHiredis"),
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]),
         // The remote tier's stores: HTTP (WebDAV-style PUT, as nginx, ccache and sccache speak
         // it) and Redis. The core module keeps no networking dependency.
         .target(

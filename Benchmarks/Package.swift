@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 // The benchmarks: a package of their own, so that users of the library never resolve
 // benchmark dependencies. Micro-benchmarks run with `swift package benchmark`; the workload
 // runner (W1–W5) with `swift run -c release workload`; compare.py runs the side-by-side comparison.

@@ -378,7 +378,7 @@ def render(document):
     out.append("")
 
     out += ["## Regenerate", "",
-            "From the root of a clone, with a Swift toolchain (6.1 or later) on `PATH` and Python 3 with pip:", "",
+            "From the root of a clone, with a Swift toolchain (6.2 or later) on `PATH` and Python 3 with pip:", "",
             "```sh",
             f"python3 Benchmarks/performance.py            # {DEFAULT_RUNS} runs; writes docs/performance.json, "
             "this file and docs/performance.svg",

@@ -8,6 +8,10 @@ import Foundation
 #endif
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A remote tier on a Redis server, through hiredis. Blobs are `<prefix>:blob:<hex>`, key

@@ -1,6 +1,10 @@
 import BlobCache
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// What `/healthz` checks: that the cache is open, and that its directory can take a write

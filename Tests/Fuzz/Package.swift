@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 // libFuzzer targets for BlobCache's parsers: one executable per parser, each
 // a thin entry point into `FuzzTarget` (Sources/BlobCache/Fuzzing). Its own package, so that
 // neither users of the library nor the main build ever compile them; build and run them with

@@ -3,6 +3,10 @@ import BlobCache
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 struct Expire: ParsableCommand {

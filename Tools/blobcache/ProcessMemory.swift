@@ -1,5 +1,9 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#elseif canImport(Darwin)
+@preconcurrency import Darwin
 #endif
 import Foundation
 
@@ -7,8 +11,14 @@ import Foundation
 /// `blobcache: debug: peak resident memory N bytes`, the high-water mark of the process's
 /// resident set (`VmHWM`), which `/usr/bin/time -v` calls its maximum resident set size.
 enum ProcessMemory {
-    /// `VmHWM` in bytes; `nil` where `/proc` does not say.
+    /// `VmHWM` in bytes (on Darwin getrusage's `ru_maxrss`); `nil` where neither says.
     static func peakResidentBytes() -> Int? {
+        #if canImport(Darwin)
+        // No /proc: getrusage's maximum resident set size, which Darwin counts in bytes.
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return nil }
+        return Int(usage.ru_maxrss)
+        #else
         // Read with read(2): /proc files report a size of 0, which Foundation's readers trust.
         let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -24,6 +34,7 @@ enum ProcessMemory {
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
               let kibibytes = Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") else { return nil }
         return kibibytes * 1024
+        #endif
     }
 
     nonisolated(unsafe) private static var registered = false

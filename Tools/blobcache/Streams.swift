@@ -2,6 +2,10 @@ import ArgumentParser
 import BlobCache
 #if canImport(Glibc)
 @preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#elseif canImport(Darwin)
+@preconcurrency import Darwin
 #endif
 import Foundation
 

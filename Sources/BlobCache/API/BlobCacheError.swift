@@ -15,7 +15,7 @@ public enum BlobCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     case io(operation: String, path: String, errno: Errno)
     /// A stored blob is missing or failed its checks: header (including a format version, codec
     /// or checksum kind this BlobCache does not know), length, checksum or decompression (fsck
-    /// also checks the digest). The entries pointing at it have been dropped (reason `repair`),
+    /// also checks the digest). The entries pointing at it have been dropped (reason `damaged`),
     /// so the next read is a plain miss.
     case corruptBlob(id: BlobID, path: String, reason: String)
     /// The journal's header (magic and checksum intact) names a format version newer than this

@@ -5,7 +5,7 @@
 /// Compressing trades reads for disk. Decoding LZ4 costs more than reading the page cache: a
 /// 1 MiB value compressed by half is read at about 5.5 GB/s on this project's 2-core machine,
 /// raw at about 14 GB/s; but compressed it takes half the disk, half the page cache and half
-/// the writing (README, "Compression presets", has the measurements behind each preset).
+/// the writing (the Benchmarks workload runner's `presets` workload measures each preset).
 ///
 ///     var configuration = BlobCache.Configuration()
 ///     configuration.compression = .fastReads

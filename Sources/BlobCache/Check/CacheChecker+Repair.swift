@@ -1,13 +1,17 @@
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 extension CacheChecker {
     /// Fixes everything a check reports. Opening the cache the normal way cuts a torn tail,
     /// rewrites a damaged journal from the records it can trust, rebuilds after a lost header
     /// and trims to the limits; then entries whose blob fails verification are removed
-    /// (journaled, reason repair), recorded sizes are corrected from the blob headers (files
+    /// (journaled, reason `damaged`), recorded sizes are corrected from the blob headers (files
     /// that are not the cache's are left alone), segments with a damaged header have their intact live
     /// records copied out before they go, and a full compaction drops dangling blobs,
     /// temporary files and empty shard directories. All of it runs through the engine's
@@ -45,7 +49,7 @@ extension CacheChecker {
 
 extension CacheEngine {
     /// Verifies every indexed blob in full (every check fsck makes); entries whose blob is damaged or missing are removed
-    /// (reason repair) and a loose blob whose file is intact but differs from the journal's
+    /// (reason `damaged`) and a loose blob whose file is intact but differs from the journal's
     /// record (codec, stored size) gets its record corrected.
     func dropEntriesWithDamagedBlobs() throws {
         var damaged = Set<BlobID>()

@@ -3,8 +3,8 @@ import CXXHash
 /// XXH3-64 (seed 0), xxHash's current 64-bit hash, from the system's xxHash (its header; the
 /// AVX2 kernel is picked at run time where the processor has it): a loose blob's checksum from
 /// format 3 on (docs/FORMAT.md). With AVX2 it hashes about 2.5 times as fast as XXH64, which had
-/// become the critical path of a large raw get (issue 15: a 1 MiB read was a copy at 22 GB/s,
-/// then XXH64 at 24 GB/s from the cache; XXH3 runs at 61 GB/s there).
+/// become the critical path of a large raw get (a 1 MiB read was a copy at 22 GB/s, then
+/// XXH64 at 24 GB/s from the cache; XXH3 runs at 61 GB/s there: Benchmarks/hash-speed.c).
 ///
 ///     let checksum = XXH3.hash(payload, after: header)
 enum XXH3 {

@@ -1,7 +1,7 @@
 /// XXH64 (Yann Collet's xxHash, 64-bit variant, as its specification defines it): the index
 /// snapshot's body checksum and a loose blob's (format 2). It replaced zlib's crc32 in both,
 /// which was the largest item in `perf record -g workload w4-open DIR KEY` once the snapshot
-/// was mapped, and a third of W3's get time (four independent lanes per 32 bytes, where crc32
+/// was mapped, and a third of a large get's time (four independent lanes per 32 bytes, where crc32
 /// goes byte-table by byte-table).
 enum XXHash64 {
     private static let prime1: UInt64 = 0x9E37_79B1_85EB_CA87

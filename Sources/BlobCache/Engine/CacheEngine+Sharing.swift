@@ -4,6 +4,8 @@ import SystemPackage
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Many opens of one directory (docs/ARCHITECTURE.md, "Many processes"): every operation that

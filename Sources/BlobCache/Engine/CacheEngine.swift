@@ -37,12 +37,12 @@ final class CacheEngine: @unchecked Sendable {
     var limits: BlobCache.Limits
     let clock: any CacheClock
     let accessInterval: Int64
-    /// This session's counts; `lifetimeCounters` adds those saved by earlier sessions.
+    /// This open's counts; `lifetimeCounters` adds those saved by earlier opens.
     var counters = BlobCache.Counters()
-    /// The counts other sessions saved in `DIR/stats`, read when first asked for (by
+    /// The counts earlier opens saved in `DIR/stats`, read when first asked for (by
     /// `statistics()`, `totals()` or the final figures a clean close keeps), not by the open:
-    /// in a fresh process, that first JSON decoding took 8% of the samples of opening W4's
-    /// 100,000 entries. The open returns sooner; a clean close still pays it.
+    /// in a fresh process, that first JSON decoding took 8% of the samples of opening a cache
+    /// of 100,000 entries. The open returns sooner; a clean close still pays it.
     lazy var savedCounters = BlobCache.Counters.saved(in: files, io: io)
     /// Journal bytes the snapshot file on disk reflects; `nil` when there is none that matches.
     var snapshotCoverage: Int64?
@@ -387,7 +387,7 @@ final class CacheEngine: @unchecked Sendable {
         case value([UInt8])
         /// The blob is no longer stored (removed or evicted meanwhile).
         case miss
-        /// The blob is damaged: its entries were dropped (reason repair).
+        /// The blob is damaged: its entries were dropped (reason `damaged`).
         case damaged(BlobCacheError)
     }
 

@@ -6,7 +6,7 @@ import SystemPackage
 /// records are written, all under the flock. An open whose index was last brought up to date
 /// at the value the sequence still holds is current without reading anything (one atomic
 /// load: how a `get` in a process alone stays free of system calls); an odd value under the
-/// flock means a writer died mid-operation (docs/FORMAT.md, "sequence").
+/// flock means a writer died mid-operation (docs/FORMAT.md, "The change sequence").
 ///
 ///     if sequence.value == engine.appliedSequence { /* the index is current */ }
 final class ChangeSequence: @unchecked Sendable {

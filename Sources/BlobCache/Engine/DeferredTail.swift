@@ -3,7 +3,7 @@
 ///
 /// Kept in `SlotTable`s under `KeyHash`, not in `Dictionary`s: the first `Dictionary` keyed by
 /// `[UInt8]` or by `BlobID` in a process makes the Swift runtime scan every protocol
-/// conformance in the process for the key's `Hashable`: a cold open + get of W4's cache whose
+/// conformance in the process for the key's `Hashable`: a cold open + get of 100k entries whose
 /// journal ended in 10 sets took 0.97 ms with them, 0.63 ms without.
 ///
 ///     var tail = DeferredTail(seed: header.seed)

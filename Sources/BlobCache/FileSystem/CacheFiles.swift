@@ -3,10 +3,12 @@ import SystemPackage
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
-/// The name of every file and folder under a cache directory (docs/FORMAT.md, "Files"), so
-/// that no other code spells one.
+/// The name of every file and folder under a cache directory (docs/FORMAT.md,
+/// "Directory layout"), so that no other code spells one.
 ///
 ///     let files = CacheFiles(root: CachePath(normalizing: "/var/cache/app"))
 ///     files.loosePath(of: id)      // /var/cache/app/objects/5/d/5d41402a…

@@ -3,6 +3,8 @@ import SystemPackage
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `DIR/lock` and the two locks every open cache takes on it (docs/ARCHITECTURE.md, "Many
@@ -135,8 +137,10 @@ final class DirectoryLock: @unchecked Sendable {
             .flatMap { Int32(String(decoding: $0, as: UTF8.self).trimmingWhitespace()) }
     }
 
-    /// `/proc/locks` (whose size `stat` reports as 0: read until end of file), at most 4 MiB.
+    /// `/proc/locks` (whose size `stat` reports as 0: read until end of file), at most 4 MiB;
+    /// `nil` where there is none (not Linux: the pid in the file names the holder).
     private static func procLocks() -> [UInt8]? {
+        #if os(Linux)
         guard let fd = try? FileDescriptor.open("/proc/locks", .readOnly) else { return nil }
         defer { try? fd.close() }
         var text: [UInt8] = []
@@ -146,6 +150,9 @@ final class DirectoryLock: @unchecked Sendable {
             text += chunk[..<count]
         }
         return text
+        #else
+        return nil
+        #endif
     }
 
     // MARK: Presence

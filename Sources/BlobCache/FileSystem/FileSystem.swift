@@ -21,9 +21,10 @@ protocol FileSystem: Sendable {
     func close(_ fd: FileDescriptor)
     func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int
     func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int
-    /// `fsync`: the file's data and metadata (a directory's entries, for a directory).
+    /// `fsync`: the file's data and metadata (a directory's entries, for a directory). On
+    /// Darwin `fcntl(F_FULLFSYNC)`, whose `fsync` stops short of the drive's own cache.
     func sync(_ fd: FileDescriptor) throws(Errno)
-    /// `fdatasync`: the file's data and the size that reads it back.
+    /// `fdatasync`: the file's data and the size that reads it back (`sync` where there is none).
     func syncData(_ fd: FileDescriptor) throws(Errno)
     func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno)
     func rename(_ source: CachePath, to destination: CachePath) throws(Errno)

@@ -32,11 +32,30 @@ struct PosixFileSystem: FileSystem {
         try translating { try fd.write(toAbsoluteOffset: offset, bytes, retryOnInterrupt: true) }
     }
 
-    func sync(_ fd: FileDescriptor) throws(Errno) { try check(fsync(fd.rawValue)) }
+    func sync(_ fd: FileDescriptor) throws(Errno) {
+        #if canImport(Darwin)
+        // Darwin's fsync leaves the data in the drive's own cache, which power loss takes:
+        // F_FULLFSYNC flushes that too. A file system without it (some network and FUSE ones
+        // answer ENOTSUP, EOPNOTSUPP, ENOTTY or EINVAL) gets fsync, the most it offers; any
+        // other failure (EIO) is thrown, not hidden behind an fsync that might pass.
+        if fcntl(fd.rawValue, F_FULLFSYNC) == 0 { return }
+        switch errno {
+        case ENOTSUP, EOPNOTSUPP, ENOTTY, EINVAL: break
+        default: throw Errno.last
+        }
+        #endif
+        try check(fsync(fd.rawValue))
+    }
     func setPermissions(_ fd: FileDescriptor, _ permissions: FilePermissions) throws(Errno) {
         try check(fchmod(fd.rawValue, permissions.rawValue))
     }
-    func syncData(_ fd: FileDescriptor) throws(Errno) { try check(fdatasync(fd.rawValue)) }
+    func syncData(_ fd: FileDescriptor) throws(Errno) {
+        #if canImport(Darwin)
+        try sync(fd)   // no public fdatasync, and only F_FULLFSYNC empties the drive's cache
+        #else
+        try check(fdatasync(fd.rawValue))
+        #endif
+    }
     func truncate(_ fd: FileDescriptor, to length: Int64) throws(Errno) { try check(ftruncate(fd.rawValue, off_t(length))) }
 
     func rename(_ source: CachePath, to destination: CachePath) throws(Errno) {
@@ -78,8 +97,17 @@ struct PosixFileSystem: FileSystem {
     }
 
     func map(_ fd: FileDescriptor, length: Int, shared: Bool, populate: Bool) throws(Errno) -> UnsafeMutableRawPointer {
+        #if os(Linux)
         let flags = (shared ? MAP_SHARED : MAP_PRIVATE) | (populate ? MAP_POPULATE : 0)
+        #else
+        let flags = shared ? MAP_SHARED : MAP_PRIVATE
+        #endif
         guard let base = mmap(nil, length, PROT_READ, flags, fd.rawValue, 0), base != MAP_FAILED else { throw Errno.last }
+        #if !os(Linux)
+        // No MAP_POPULATE: ask for the pages to be read ahead instead (a hint; its failure
+        // changes nothing but speed).
+        if populate { _ = madvise(base, length, MADV_WILLNEED) }
+        #endif
         return base
     }
 

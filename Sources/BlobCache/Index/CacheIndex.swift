@@ -3,6 +3,8 @@ import CZlib
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The in-memory index: entries by key, blobs by id with reference counts, and an intrusive
@@ -10,8 +12,8 @@ import Musl
 /// eviction never scans or sorts. Not thread-safe: the cache owns it under its lock.
 ///
 /// Flat storage: per entry a 56-byte entry record, a 56-byte blob record (when its value is
-/// not shared), two 8-byte buckets at up to 80% load, and its key (W4's "index bytes/entry"
-/// measures the whole): entries and blobs are plain structs in
+/// not shared), two 8-byte buckets at up to 80% load, and its key (the Benchmarks runner's
+/// `--workloads scale` reports the whole): entries and blobs are plain structs in
 /// arrays, keys are UTF-8 in one arena, and two `SlotTable`s map keys and ids to slots. A
 /// snapshot (`IndexSnapshot`) restores it without hashing or allocating per entry.
 struct CacheIndex {

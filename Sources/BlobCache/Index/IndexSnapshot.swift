@@ -1,6 +1,10 @@
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The index snapshot file (`DIR/index`, docs/FORMAT.md): the index as replay left it after a

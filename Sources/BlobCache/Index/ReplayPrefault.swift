@@ -3,6 +3,8 @@ import Synchronization
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Makes the entries and blobs a replay is filling resident from the other core, a little

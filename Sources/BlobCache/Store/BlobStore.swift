@@ -3,6 +3,8 @@ import SystemPackage
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The blobs of one cache directory as the engine changes them, under its lock: publishing

@@ -70,7 +70,7 @@ struct FileIdentity: Equatable, Sendable {
     let inode: UInt64
 
     init(_ status: stat) {
-        device = UInt64(status.st_dev)
+        device = UInt64(truncatingIfNeeded: status.st_dev)   // a signed Int32 on Darwin
         inode = UInt64(status.st_ino)
     }
 }

@@ -3,6 +3,8 @@ import SystemPackage
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A whole file mapped privately into memory, unmapped when released. Reading shows the page

@@ -2,7 +2,7 @@ import CLZ4
 
 /// Opens a small sealed LZ4 payload into the end of the value's own array and decodes it
 /// forward in the same array (LZ4's in-place decoding), instead of opening it into a buffer of
-/// its own first: a W2 get of an encrypted cache paid a heap allocation and a free for that
+/// its own first: a 4 KiB get of an encrypted cache paid a heap allocation and a free for that
 /// buffer (Swift's temporary allocations go to the heap above 1 KiB). The value's array is a
 /// few dozen bytes larger than the value (`blobcache_lz4_in_place_capacity`).
 ///

@@ -1,7 +1,7 @@
 import CLZ4
 import Synchronization
 
-/// Opens a large sealed LZ4 payload while it is decoded (issue 16). Opening the whole seal
+/// Opens a large sealed LZ4 payload while it is decoded. Opening the whole seal
 /// first and then decoding on every core left the other cores idle for the whole of the
 /// AES-GCM pass; here the seal is opened in pieces, each LZ4 block is decoded as soon as its
 /// bytes are open, and the core that opens also decodes whenever a block is waiting.

@@ -4,6 +4,8 @@ import SystemPackage
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One open pack segment file. Readers keep a reference while they read, so a segment that

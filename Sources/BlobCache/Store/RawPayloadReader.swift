@@ -5,7 +5,7 @@ import SystemPackage
 /// arrives: the file is read in pieces on every core, and each piece is hashed, in order, by
 /// whichever core is free as soon as it is in memory. A raw blob then costs about one copy
 /// from the page cache: no second copy out of a file buffer, the checksum hidden behind the
-/// reads (issue 15: W3 get paid a copy, then a hash, after reading the whole file).
+/// reads (a 1 MiB get otherwise pays a copy, then a hash, after reading the whole file).
 ///
 ///     let read = try RawPayloadReader.read(fd, count: n, at: 32, checksum: running, io: io, path: path)
 enum RawPayloadReader {
