@@ -31,7 +31,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.65.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.21.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
+        // No traits: the default FullFoundation trait (URLEncodedForm's DateFormatter) links all of
+        // Foundation and its ICU data, ~20 MB of the static `blobcache`, and ConfigurationSupport
+        // brings swift-configuration, which nothing here uses.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.27.0"),
