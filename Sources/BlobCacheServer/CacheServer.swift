@@ -1,5 +1,9 @@
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS

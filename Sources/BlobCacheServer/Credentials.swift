@@ -1,5 +1,16 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import _CryptoExtras
 import Synchronization
 
@@ -83,7 +94,7 @@ public struct Credentials: Sendable {
         }
         var entries: [Entry] = []
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = raw.trimmingWhitespace()
             if line.isEmpty || line.hasPrefix("#") { continue }
             entries.append(try Self.entry(parsing: line, path: path, number: index + 1))
         }
@@ -176,7 +187,7 @@ public struct Credentials: Sendable {
     private func verify(_ value: String) -> Grant? {
         let parts = value.split(separator: " ", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { return nil }
-        let secret = parts[1].trimmingCharacters(in: .whitespaces)
+        let secret = parts[1].trimmingWhitespace()
         switch parts[0].lowercased() {
         case "basic":
             guard let decoded = Data(base64Encoded: secret), let pair = String(data: decoded, encoding: .utf8),
@@ -269,7 +280,7 @@ struct PasswordHash {
 struct TokenHash {
     let digest: [UInt8]
 
-    var text: String { "sha256$" + digest.map { String(format: "%02x", $0) }.joined() }
+    var text: String { "sha256$" + digest.lowercaseHex }
 
     init(token: String) { digest = Array(SHA256.hash(data: Array(token.utf8))) }
 

@@ -1,5 +1,3 @@
-import Foundation
-
 /// What a request's path names: one of the server's own routes, or a cache key (with Bazel's
 /// content check).
 ///
@@ -44,7 +42,7 @@ enum RequestTarget: Equatable {
         }
         var raw = Substring(path)
         if raw.hasPrefix("/") { raw = raw.dropFirst() }
-        guard var key = String(raw).removingPercentEncoding else {
+        guard var key = String(raw).percentDecoded else {
             self = .invalid("the path has malformed percent-encoding, or does not decode to valid UTF-8")
             return
         }

@@ -1,5 +1,9 @@
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What `GET /status` returns: the cache's figures in the schema `blobcache stat --json` uses
 /// (`BlobCache.StatisticsReport`, docs/statistics.schema.json), with the server's own figures

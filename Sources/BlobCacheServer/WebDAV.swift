@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Hummingbird
 import HTTPTypes
 
@@ -19,17 +23,13 @@ enum WebDAV {
 
     /// A 207 multistatus for one resource: a file of `size` bytes, or a collection when `size` is nil.
     static func properties(path: String, size: Int?, modified: Date) -> Reply {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         let kind = size == nil ? "<D:resourcetype><D:collection/></D:resourcetype>"
                                : "<D:resourcetype/><D:getcontentlength>\(size!)</D:getcontentlength>"
-        let escaped = path.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+        let escaped = path.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
         let xml = """
             <?xml version="1.0" encoding="utf-8"?>
             <D:multistatus xmlns:D="DAV:"><D:response><D:href>\(escaped)</D:href><D:propstat><D:prop>\
-            \(kind)<D:getlastmodified>\(formatter.string(from: modified))</D:getlastmodified>\
+            \(kind)<D:getlastmodified>\(HTTPDate.string(from: modified))</D:getlastmodified>\
             </D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response></D:multistatus>
 
             """

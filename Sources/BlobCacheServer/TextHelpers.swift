@@ -1,0 +1,62 @@
+/// Small string helpers in place of full Foundation's (`trimmingCharacters(in:)`,
+/// `String(format:)`), which would link ICU and its data (~37 MB) into the static `blobcache`.
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs: what `CharacterSet.whitespaces`
+    /// trimmed (Unicode's space separators and U+0009), newlines kept.
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.isHorizontalWhitespace }) else { return "" }
+        let last = scalars.lastIndex(where: { !$0.isHorizontalWhitespace })!
+        var trimmed = String.UnicodeScalarView()
+        trimmed.append(contentsOf: scalars[first...last])
+        return String(trimmed)
+    }
+}
+
+extension Unicode.Scalar {
+    /// A space separator (general category Zs), a tab or U+200B (zero width space):
+    /// `CharacterSet.whitespaces`, checked against it over every scalar.
+    var isHorizontalWhitespace: Bool { self == "\t" || self == "\u{200B}" || properties.generalCategory == .spaceSeparator }
+}
+
+extension Sequence<UInt8> {
+    /// The bytes as lowercase hexadecimal, two digits each (`%02x`).
+    var lowercaseHex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
+
+extension String {
+    /// The text with each `%XX` replaced by the byte it names, as `removingPercentEncoding`
+    /// (full Foundation) did: nil when a `%` is not followed by two hex digits or the decoded
+    /// bytes are not valid UTF-8.
+    var percentDecoded: String? {
+        var bytes: [UInt8] = []
+        var input = utf8.makeIterator()
+        while let byte = input.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = input.next().flatMap(Self.hexValue), let low = input.next().flatMap(Self.hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// The value of one hex digit (either case), nil for any other byte.
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
