@@ -1,6 +1,17 @@
 import ArgumentParser
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `blobcache`: store, read, list, check and compact a BlobCache directory.
 @main
@@ -34,7 +45,7 @@ struct BlobCacheTool: ParsableCommand {
         let given = Array(CommandLine.arguments.dropFirst())
         if let option = GlobalOptions.capBeforeConfig(given) {
             Streams.writeStandardError("blobcache: \(option) before 'config' is a global option, which config does not take; to save a default cap write 'config \(option) VALUE'\n")
-            Foundation.exit(ExitCode.validationFailure.rawValue)
+            exitProcess(ExitCode.validationFailure.rawValue)
         }
         let arguments = GlobalOptions.hoisted(given)
         Streams.checkStandardOutputAtExit()
@@ -44,8 +55,12 @@ struct BlobCacheTool: ParsableCommand {
         if let first = arguments.first, !first.hasPrefix("-"), first != "help",
            !configuration.subcommands.contains(where: { $0._commandName == first }) {
             Streams.writeStandardError("blobcache: unknown command '\(first)'; see 'blobcache --help'\n")
-            Foundation.exit(ExitCode.validationFailure.rawValue)
+            exitProcess(ExitCode.validationFailure.rawValue)
         }
         main(arguments)
     }
 }
+
+/// The C library's `exit(3)` (which `Foundation.exit` re-exported), named apart from
+/// `ParsableCommand.exit(withError:)` so a command's static code reaches it.
+private func exitProcess(_ code: Int32) -> Never { exit(code) }

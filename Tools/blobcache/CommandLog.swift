@@ -1,5 +1,5 @@
-import Foundation
 import Logging
+import Synchronization
 
 /// What the library logs while a command runs, on standard error as `blobcache: LEVEL: message`
 /// (with its details in parentheses): the remote tier's warnings (a remote that failed or
@@ -16,11 +16,11 @@ struct CommandLog: LogHandler {
     /// Print every message at `logLevel` and above, not only the remote tier's (`-v`).
     var everything = false
 
-    /// The messages printed so far (shared by every copy of the handler).
-    final class Printed: @unchecked Sendable {
-        private let lock = NSLock()
-        private var seen = Set<String>()
-        func first(_ line: String) -> Bool { lock.withLock { seen.insert(line).inserted } }
+    /// The messages printed so far (shared by every copy of the handler), behind the standard
+    /// library's `Mutex` (full Foundation's `NSLock` would link ICU into the static tool).
+    final class Printed: Sendable {
+        private let seen = Mutex(Set<String>())
+        func first(_ line: String) -> Bool { seen.withLock { $0.insert(line).inserted } }
     }
 
     /// The logger a command gives the cache: warnings, none (`quiet`) or debug (`verbose`).

@@ -1,7 +1,11 @@
 #if BLOBCACHE_NETWORK
 import ArgumentParser
 import BlobCacheServer
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `blobcache credential`: one line for `serve --auth-file`.
 struct Credential: ParsableCommand {

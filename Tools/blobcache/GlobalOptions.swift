@@ -3,7 +3,18 @@ import BlobCache
 #if BLOBCACHE_NETWORK
 import BlobCacheRemote
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Options every command takes: where the cache is and the limits for this invocation.
 struct GlobalOptions: ParsableArguments {
@@ -133,7 +144,7 @@ struct GlobalOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         if let dir = environment["BLOBCACHE_DIR"], !dir.isEmpty { return dir }
         if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty { return xdg + "/blobcache" }
-        return (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/blobcache"
+        return (environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path) + "/.cache/blobcache"
     }
 
     /// The encryption `--key-file` (else `$BLOBCACHE_KEY_FILE`) gives; `nil` without either.
@@ -287,7 +298,8 @@ enum Failure {
     /// never its domain, code and user info.
     static func describe(_ error: any Error) -> String {
         if let error = error as? CocoaError {
-            var reason = error.localizedDescription
+            var reason = cocoaErrorDescriptions[error.code.rawValue].map { "The operation could not be completed. \($0)" }
+                ?? "The operation could not be completed. (NSCocoaErrorDomain error \(error.code.rawValue).)"
             if let underlying = error.underlying as? POSIXError { reason = String(cString: strerror(underlying.code.rawValue)) }
             return error.filePath.map { "\($0): \(reason)" } ?? reason
         }
@@ -295,3 +307,29 @@ enum Failure {
         return "\(error)"
     }
 }
+
+/// What full Foundation's `localizedDescription` said for a file `CocoaError` with no POSIX
+/// error under it (after "The operation could not be completed. "); other codes read
+/// "(NSCocoaErrorDomain error N.)". Written out because `localizedDescription` is full
+/// Foundation, which would link ICU and its data (~37 MB) into the static tool.
+private let cocoaErrorDescriptions: [Int: String] = [
+    4: "The file doesn’t exist.",
+    255: "The file couldn’t be locked.",
+    257: "You don’t have permission.",
+    258: "The file name is invalid.",
+    259: "The file isn’t in the correct format.",
+    260: "The file doesn’t exist.",
+    261: "The specified text encoding isn’t applicable.",
+    262: "The specified URL type isn’t supported.",
+    263: "The item is too large.",
+    264: "The text encoding of the contents couldn’t be determined.",
+    513: "You don’t have permission.",
+    514: "The file name is invalid.",
+    516: "A file with the same name already exists.",
+    517: "The specified text encoding isn’t applicable.",
+    518: "The specified URL type isn’t supported.",
+    640: "There isn’t enough space.",
+    642: "The volume is read only.",
+    3072: "The operation was cancelled.",
+    3328: "The requested operation is not supported.",
+]

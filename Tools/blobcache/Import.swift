@@ -1,6 +1,10 @@
 import ArgumentParser
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,13 +24,17 @@ struct Import: ParsableCommand {
         var notUTF8: [String] = []
         var links = 0, special = 0
         for argument in paths {
+            #if canImport(FoundationEssentials)
+            var isDirectory = false
+            #else
             var isDirectory: ObjCBool = false
+            #endif
             guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
                 Failure.say("\(argument) does not exist")
                 throw ExitCode(Failure.error)
             }
-            if !isDirectory.boolValue {
-                files.append(.init(key: prefix + (argument as NSString).lastPathComponent, path: argument, followingLink: true))
+            if !Bool(isDirectory) {
+                files.append(.init(key: prefix + Formatting.lastPathComponent(argument), path: argument, followingLink: true))
                 continue
             }
             let root = URL(fileURLWithPath: argument).standardizedFileURL.path

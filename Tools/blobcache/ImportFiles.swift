@@ -1,6 +1,10 @@
 import BlobCache
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// Stores files in a cache on every core: each core reads the next file nobody has taken and

@@ -1,7 +1,18 @@
 import BlobCache
 import ArgumentParser
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The key of an encrypted cache, read from a file: 32 raw bytes, or 64 hexadecimal digits
 /// and an optional newline (`--key-file`, `$BLOBCACHE_KEY_FILE`).
@@ -24,13 +35,14 @@ enum KeyFile {
     private static func key(at path: String, named label: String) throws -> [UInt8] {
         // Read, not stat'ed for its size: a pipe has none. At most a byte more than the longest
         // form (64 hex digits and CR LF), so nothing reads forever.
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
             Failure.say("\(label) \(path) cannot be read: \(String(cString: strerror(errno)))")
             throw ExitCode(Failure.keyProblem)
         }
-        defer { try? handle.close() }
+        defer { close(descriptor) }
         var status = stat()
-        if fstat(handle.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {
+        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {
             if status.st_mode & 0o077 != 0 {
                 Failure.say("\(label) \(path) may be read or written by others (mode \(String(status.st_mode & 0o777, radix: 8))): chmod 600 \(path)")
                 throw ExitCode(Failure.keyProblem)
@@ -40,13 +52,29 @@ enum KeyFile {
                 throw ExitCode(Failure.keyProblem)
             }
         }
-        let data = (try? handle.read(upToCount: 67)) ?? nil
+        let data = readPrefix(of: descriptor, limit: 67)
         guard let data, let key = parse(Array(data)) else {
             let size = data.map { $0.count == 67 ? "more than 66" : "\($0.count)" } ?? "unreadable"
             Failure.say("\(label) \(path) must hold 32 raw bytes, or 64 hexadecimal digits and an optional newline (it has \(size) bytes)")
             throw ExitCode(Failure.keyProblem)
         }
         return key
+    }
+
+    /// Up to `limit` bytes from `descriptor`, fewer only at its end; nil when a read fails. Plain
+    /// read(2) in place of `FileHandle` (full Foundation), as a pipe needs: a short read is
+    /// not the end.
+    private static func readPrefix(of descriptor: Int32, limit: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var count = 0
+        while count < limit {
+            let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + count, limit - count) }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { return nil }
+            if got == 0 { break }
+            count += got
+        }
+        return Array(bytes[..<count])
     }
 
     /// The 32 key bytes in `bytes`, or `nil` when they are not of either form.

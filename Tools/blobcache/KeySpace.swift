@@ -1,5 +1,9 @@
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The keys a command works on: the cache's own, or those of `--namespace NAME`.
 struct KeySpace: Sendable {

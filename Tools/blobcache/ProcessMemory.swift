@@ -5,7 +5,11 @@
 #elseif canImport(Darwin)
 @preconcurrency import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The process's own memory as the kernel counts it (`/proc/self/status`), for `-v`: at exit,
 /// `blobcache: debug: peak resident memory N bytes`, the high-water mark of the process's

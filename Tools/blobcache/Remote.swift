@@ -1,6 +1,10 @@
 import ArgumentParser
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if BLOBCACHE_NETWORK
 import BlobCacheRemote
 
@@ -55,7 +59,7 @@ struct Remote: ParsableCommand {
             if json {
                 try Output.json(Result(remote: store.description, ok: failure == nil, milliseconds: milliseconds, error: failure))
             } else if failure == nil {
-                print("remote ok: \(store): stored, read back and deleted 4096 bytes in \(String(format: "%.1f", milliseconds)) ms")
+                print("remote ok: \(store): stored, read back and deleted 4096 bytes in \(Formatting.fixed(milliseconds, decimals: 1)) ms")
             }
             if let failure {
                 if !json { Failure.say("remote check failed: \(store): \(failure)") }

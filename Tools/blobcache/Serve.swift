@@ -3,7 +3,11 @@ import ArgumentParser
 import BlobCache
 import BlobCacheServer
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOSSL
 
 /// `blobcache serve`: the cache directory as an HTTP cache server.

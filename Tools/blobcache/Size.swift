@@ -21,8 +21,12 @@ enum Size {
             value /= 1000
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : "\(Formatting.fixed(value, decimals: 1)) \(units[unit])"
     }
 }
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif

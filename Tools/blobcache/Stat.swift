@@ -1,6 +1,10 @@
 import ArgumentParser
 import BlobCache
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 struct Stat: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -36,13 +40,13 @@ struct Stat: ParsableCommand {
             blobs:              \(report.blobs)
             logical bytes:      \(report.logicalBytes) (\(Size.format(report.logicalBytes)))
             stored bytes:       \(report.storedBytes) (\(Size.format(report.storedBytes)))
-            compression ratio:  \(String(format: "%.2f", report.compressionRatio))
+            compression ratio:  \(Formatting.fixed(report.compressionRatio, decimals: 2))
             dedup savings:      \(report.deduplicationSavings) bytes
             dead pack bytes:    \(report.deadPackBytes)
             journal:            \(journal.bytes) bytes, \(journal.records) records, \(redundancy)% redundant
             max size:           \(report.limits.maxSize.map { "\($0) (\(Size.format($0)))" } ?? "none")
             max entries:        \(report.limits.maxEntries.map(String.init) ?? "none")
-            hits:               \(counts.hits) (\(counts.memoryHits) from memory), hit ratio \(String(format: "%.4f", counts.hitRatio))
+            hits:               \(counts.hits) (\(counts.memoryHits) from memory), hit ratio \(Formatting.fixed(counts.hitRatio, decimals: 4))
             misses:             \(counts.misses)
             sets:               \(counts.sets) (\(counts.deduplicatedSets) deduplicated)
             refused collisions: \(counts.contentCollisions)

@@ -7,7 +7,11 @@ import BlobCache
 #elseif canImport(Darwin)
 @preconcurrency import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Standard input and output, and the files `put` reads and `get -o` writes, as the shell
 /// treats them: `-` is standard input or output; a file is opened as `>` opens it (following a
@@ -118,7 +122,7 @@ enum Streams {
     static func write(_ bytes: UnsafeRawBufferPointer, to fd: Int32, named name: String, reporting: Bool = true) throws {
         var offset = 0
         while offset < bytes.count {
-            let count = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            let count = systemWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if count < 0 {
                 if errno == EINTR { continue }
                 if !reporting { throw ExitCode(Failure.error) }
@@ -143,9 +147,13 @@ enum Streams {
             if fflush(stdout) != 0 || ferror(stdout) != 0 {
                 let reason = String(cString: strerror(errno == 0 ? EIO : errno))
                 let line = Array("blobcache: write to standard output: \(reason)\n".utf8)
-                _ = line.withUnsafeBytes { Foundation.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+                _ = line.withUnsafeBytes { systemWrite(STDERR_FILENO, $0.baseAddress, $0.count) }
                 _exit(Failure.error)
             }
         }
     }
 }
+
+/// write(2), named apart from the `write` methods here (it was reached as `Foundation.write`,
+/// which FoundationEssentials does not re-export).
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
