@@ -51,7 +51,7 @@ enum Streams {
             }
         }
 
-        func close() { if owned { _ = Glibc.close(fd) } }
+        func close() { if owned { closeDescriptor(fd) } }
     }
 
     /// Opens `path` for a value's bytes as `>` would (`-`: standard output, after anything
@@ -82,7 +82,7 @@ enum Streams {
         /// exit status says it is not the value.
         func discardWritten() { if owned { _ = ftruncate(fd, 0) } }
 
-        func close() { if owned { _ = Glibc.close(fd) } }
+        func close() { if owned { closeDescriptor(fd) } }
     }
 
     /// Writes `bytes` to `path` (`-`: standard output) as `>` would (`openOutput`). When a write
@@ -157,3 +157,6 @@ enum Streams {
 /// write(2), named apart from the `write` methods here (it was reached as `Foundation.write`,
 /// which FoundationEssentials does not re-export).
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
+
+/// close(2) under a name a type's own `close()` does not hide, on every C library.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
