@@ -34,8 +34,9 @@ extension Sequence<UInt8> {
 
 extension String {
     /// The text with each `%XX` replaced by the byte it names, as `removingPercentEncoding`
-    /// (full Foundation) did: nil when a `%` is not followed by two hex digits or the decoded
-    /// bytes are not valid UTF-8.
+    /// (full Foundation) does: nil when a `%` is not followed by two hex digits or the decoded
+    /// bytes are not valid UTF-8. (Foundation alone turns a stray `%A9` into U+FFFD, so that
+    /// two paths named one key; here it is refused like every other invalid byte.)
     var percentDecoded: String? {
         var bytes: [UInt8] = []
         var input = utf8.makeIterator()

@@ -298,8 +298,12 @@ enum Failure {
     /// never its domain, code and user info.
     static func describe(_ error: any Error) -> String {
         if let error = error as? CocoaError {
+            #if canImport(FoundationEssentials)
             var reason = cocoaErrorDescriptions[error.code.rawValue].map { "The operation could not be completed. \($0)" }
                 ?? "The operation could not be completed. (NSCocoaErrorDomain error \(error.code.rawValue).)"
+            #else
+            var reason = error.localizedDescription   // full Foundation's own, richer where it has one
+            #endif
             if let underlying = error.underlying as? POSIXError { reason = String(cString: strerror(underlying.code.rawValue)) }
             return error.filePath.map { "\($0): \(reason)" } ?? reason
         }
