@@ -21,8 +21,8 @@ let package = Package(
         // Exactly the release CI tests: on Linux AESGCMKey imports CCryptoBoringSSL, swift-crypto's
         // internal C module (no product, no API promise), for a key context kept for the cache's
         // life and BoringSSL's piecewise GCM open. swift-crypto's public `AES.GCM` sets up the
-        // key on every call and opens only whole payloads, which made encrypted small gets about
-        // half as fast (measure: `workload --workloads encryption` in Benchmarks). Move the pin
+        // key on every call and opens only whole payloads, which made encrypted small gets markedly
+        // slower (`workload --workloads encryption` in Benchmarks gives encrypted against plain). Move the pin
         // only with a run of CipherTests and OpenWhileDecodingTests on the new release.
         .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),

@@ -57,7 +57,7 @@ extension BlobPipeline {
     /// do in a cache of many blobs), else in `objects/`. Spread over the shards, these files'
     /// inodes spread over the file system's inode groups as the blobs' own do; all in one
     /// directory, each create searches one group, past every inode deleted there lately (ext4's
-    /// `recently_deleted`): large puts after many small ones ran at about 0.9 of the spread speed.
+    /// `recently_deleted`), which slowed large puts that came after many small ones.
     func makeStagingFile() -> StagingFile? {
         let shards = files.shardDirectories(of: BlobID(high: .random(in: 0 ... .max), low: 0))
         // Both looked at, always: the same calls whichever directory it picks.

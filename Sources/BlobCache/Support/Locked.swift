@@ -14,8 +14,8 @@ import Darwin
 /// under `--sanitize=thread` with no suppressions. On glibc the mutex is adaptive: a thread
 /// that finds it taken spins briefly before it sleeps, since the engine's lock is held for
 /// well under a microsecond, and two readers that slept in `futex_wait` for it ran slower
-/// together than one alone (0.84–0.92× one thread's gets with a plain mutex, 1.4–1.7× with
-/// the adaptive one; `workload --workloads readers` measures it).
+/// together than one alone with a plain mutex, and faster with the adaptive one
+/// (`workload --workloads readers` measures two readers against one).
 ///
 ///     let count = Locked(0)
 ///     count.withLock { $0 += 1 }
