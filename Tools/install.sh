@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the blobcache command: a stripped release build with the Swift runtime and Foundation
-# linked in (--static-swift-stdlib: it runs where no Swift toolchain is), its man page and its
-# bash, zsh and fish completions.
+# Installs the blobcache command: a stripped release build with the Swift runtime and
+# FoundationEssentials linked in (--static-swift-stdlib: it runs where no Swift toolchain is), its
+# man pages (one per subcommand) and its bash, zsh and fish completions.
 #
 #   Tools/install.sh                  into /usr/local
 #   Tools/install.sh --prefix DIR     into DIR/bin, DIR/share/man/man1 and DIR/share/{bash-completion,zsh,fish}
