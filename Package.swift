@@ -66,7 +66,12 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-            ]
+            ],
+            // Code only the tests call (`FuzzTarget`, the parsers' fuzzing entry points) is compiled
+            // under BLOBCACHE_TESTING: in debug builds, which `swift test` makes, and wherever the
+            // environment sets BLOBCACHE_TESTING (below), never in the release builds users and
+            // Tools/install.sh ship.
+            swiftSettings: [.define("BLOBCACHE_TESTING", .when(configuration: .debug))]
         ),
         // hiredis' headers are found as <hiredis/hiredis.h> (Debian's libhiredis-dev); no
         // pkg-config, whose -D_FILE_OFFSET_BITS=64 SwiftPM refuses with a warning.
@@ -149,6 +154,13 @@ let package = Package(
 // that packages depending on BlobCache never resolve it.
 if ProcessInfo.processInfo.environment["BLOBCACHE_DOCS"] != nil {
     package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"))
+}
+
+// The fuzz package (Tools/fuzz.sh sets BLOBCACHE_TESTING=1) builds in release and calls
+// `FuzzTarget`: the define then holds whatever the configuration.
+if ProcessInfo.processInfo.environment["BLOBCACHE_TESTING"] != nil,
+   let core = package.targets.first(where: { $0.name == "BlobCache" }) {
+    core.swiftSettings = (core.swiftSettings ?? []) + [.define("BLOBCACHE_TESTING")]
 }
 
 // Under a sanitizer (Tools/test.sh --sanitize) only the engine is built and tested: the

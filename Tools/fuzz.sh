@@ -16,6 +16,9 @@ cd "$(dirname "$0")/.."
 Tools/ensure-deps.sh
 # The fuzz package needs the engine alone: its manifest then resolves no networking packages.
 export BLOBCACHE_CORE_ONLY=1
+# Its targets call `FuzzTarget`, which a release build of the library compiles only under
+# BLOBCACHE_TESTING (Package.swift).
+export BLOBCACHE_TESTING=1
 targets=(journal packRecord looseBlob snapshot config stats size)
 mode=fuzz
 if [[ ${1:-} == --replay ]]; then

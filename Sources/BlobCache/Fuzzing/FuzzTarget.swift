@@ -1,3 +1,6 @@
+// Only the tests and the fuzz package call these (Package.swift defines BLOBCACHE_TESTING for
+// them): release builds of the library leave them out.
+#if BLOBCACHE_TESTING
 import Crypto
 import SystemPackage
 
@@ -250,3 +253,4 @@ extension PiecedBlobFormat {
         return true
     }
 }
+#endif
