@@ -110,7 +110,7 @@ struct APITests {
         // Make the journal's descriptor read-only under the cache: its next append fails (EBADF).
         // (The journal itself, read-only: a catch-up that fstats it sees the same file.)
         let readOnly = open(dir.appending("journal"), O_RDONLY)
-        let journalFD = try cache.withEngine { $0.journal.descriptor.rawValue }
+        let journalFD = try cache.engine.withState { $0.journal.descriptor.rawValue }
         #expect(dup2(readOnly, journalFD) == journalFD)
         close(readOnly)
         #expect(throws: BlobCacheError.self) { try cache.set(Samples.random(500, seed: 1), forKey: "lost") }

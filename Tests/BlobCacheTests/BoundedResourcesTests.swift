@@ -45,7 +45,7 @@ struct BoundedResourcesTests {
             let cache = try BlobCache(directory: root, configuration: configuration)
             for n in 0..<count { try cache.set(Samples.random(Self.valueSize, seed: UInt64(n)), forKey: "k\(n)") }
             // Writing holds few segments open too (none is kept open per segment written).
-            #expect(try cache.withEngine { $0.store.heldSegmentCount } <= BlobStore.openSegmentLimit + 2)
+            #expect(try cache.engine.withState { $0.store.heldSegmentCount } <= BlobStore.openSegmentLimit + 2)
             try cache.close()
         }
         let segments = try FileManager.default.contentsOfDirectory(atPath: root + "/packs").filter { $0.hasSuffix(".pack") }
@@ -66,7 +66,7 @@ struct BoundedResourcesTests {
         for n in 0..<count {
             #expect(same(try cache.bytes(forKey: "k\(n)"), Samples.random(Self.valueSize, seed: UInt64(n))))
         }
-        #expect(try cache.withEngine { $0.store.openSegmentCount } <= BlobStore.openSegmentLimit)
+        #expect(try cache.engine.withState { $0.store.openSegmentCount } <= BlobStore.openSegmentLimit)
         try cache.close()
     }
 }

@@ -172,7 +172,7 @@ struct CheckpointTests {
         try setKeys(cache, from: &count) { attempts.withLock { $0 } == 0 }
         // The rewritten journal is shorter than the failed one's backoff, and holds more than
         // a threshold (16 KiB) of records with no snapshot: a checkpoint is due again.
-        _ = try cache.directoryLock.withExclusive { try cache.rewriteJournal() }
+        _ = try cache.engine.directoryLock.withExclusive { try cache.engine.rewriteJournal() }
         #expect(journalSize(dir) >= 16 << 10)
         try cache.set(value(count), forKey: "key-\(count)")
         #expect(attempts.withLock { $0 } == 2)
@@ -221,7 +221,7 @@ struct CheckpointTests {
             count += 1
             try #require(count < 200_000, "the journal was not rewritten")
         }
-        let threshold = try cache.withEngine { Int($0.journalRewriteThreshold) }
+        let threshold = try cache.engine.withState { Int($0.journalRewriteThreshold) }
         let sizes = journalSizes.withLock { $0 }
         #expect(sizes.count > 8)
         for size in sizes { #expect(size + (8 << 10) <= threshold, "a checkpoint at \(size), the rewrite at \(threshold)") }

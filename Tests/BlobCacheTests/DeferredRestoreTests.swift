@@ -4,7 +4,7 @@ import Testing
 @testable import BlobCache
 
 /// An open that maps its snapshot and answers the first gets from it, restoring the index only
-/// when an operation needs it (`CacheEngine+DeferredRestore`).
+/// when an operation needs it (`CacheState+DeferredRestore`).
 @Suite("Deferred snapshot restore")
 struct DeferredRestoreTests {
     private static func value(_ n: Int) -> [UInt8] { Samples.random(200 + n % 90, seed: UInt64(n)) }
@@ -19,7 +19,7 @@ struct DeferredRestoreTests {
         try cache.close()
     }
 
-    private func isDeferred(_ cache: BlobCache) -> Bool { cache.state.withLock { $0?.pendingRestore != nil } }
+    private func isDeferred(_ cache: BlobCache) -> Bool { cache.engine.inspect { $0?.state.pendingRestore != nil } == true }
 
     @Test("a loose value read from the mapped snapshot leaves the restore deferred too")
     func looseGetBeforeRestore() throws {
@@ -171,7 +171,7 @@ struct DeferredRestoreTests {
         let clock = ManualClock()
         try populate(dir, clock: clock)
         let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock))
-        for n in 0..<CacheEngine.PendingRestore.readLimit { #expect(try cache.bytes(forKey: "key-\(n)") == Self.value(n)) }
+        for n in 0..<CacheState.PendingRestore.readLimit { #expect(try cache.bytes(forKey: "key-\(n)") == Self.value(n)) }
         #expect(isDeferred(cache))
         #expect(try cache.bytes(forKey: "key-599") == Self.value(599))
         #expect(!isDeferred(cache))

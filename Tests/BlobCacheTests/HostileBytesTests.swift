@@ -267,7 +267,7 @@ struct HostileBytesTests {
         }
     }
 
-    /// `deferred`: the open defers the restore (`CacheEngine+DeferredRestore`), gets come from
+    /// `deferred`: the open defers the restore (`CacheState+DeferredRestore`), gets come from
     /// the mapped file (each number bounded) until `totals()` restores it; otherwise an entry
     /// that has expired by the reopen makes the open restore at once.
     @Test("a forged snapshot whose records do not agree with each other is not used; the journal is replayed",
@@ -291,7 +291,7 @@ struct HostileBytesTests {
         reseal(path)
         if !deferred { clock.advance(by: .seconds(61)) }
         let reopened = try BlobCache(directory: root, configuration: configuration)
-        #expect(reopened.state.withLock { $0?.pendingRestore != nil } == deferred)
+        #expect((reopened.engine.inspect { $0?.state.pendingRestore != nil } == true) == deferred)
         #expect(reopened.openReport.restoredFromSnapshot == (deferred || forgery == .nothing))
         for n in 0..<20 { #expect(same(try reopened.bytes(forKey: "k\(n)"), Samples.random(300, seed: UInt64(n)))) }
         #expect(try reopened.totals().entries == (deferred ? 21 : 20))

@@ -143,7 +143,7 @@ struct JournalRecoveryTests {
         let cache = try BlobCache(directory: dir.path, configuration: .testing())
         // Ten live entries: a compacted journal is about a kilobyte, so the journal may grow by
         // the slack (1 MiB without a cap) before each rewrite, and never further.
-        let bound = Int(CacheEngine.allowance(cap: nil, fraction: 8)) + 4096
+        let bound = Int(CacheState.allowance(cap: nil, fraction: 8)) + 4096
         var sets = 0
         while try cache.totals().counters.journalCompactions < 2 {
             try cache.set(Samples.random(50, seed: UInt64(sets % 7)), forKey: "key-\(sets % 10)")

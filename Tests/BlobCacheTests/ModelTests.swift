@@ -135,7 +135,7 @@ struct ModelTests {
             }
             // The observer saw exactly the model's changes: everything up to a marker put
             // through the same delivery after the step.
-            cache.changeHub.publish([.set(key: "\u{1}marker", id: BlobID(hashing: []))])
+            cache.engine.changeHub.publish([.set(key: "\u{1}marker", id: BlobID(hashing: []))])
             var seen: [BlobCache.Change] = []
             while let change = await changes.next(), change.key != "\u{1}marker" { seen.append(change) }
             let byKey = { (changes: [BlobCache.Change]) in changes.map { "\($0)" }.sorted() }

@@ -130,15 +130,15 @@ struct MultiProcessTests {
         // Three 64 KiB segments, the first two half dead (below the 1 MiB that starts a collection).
         for n in 0..<36 { try first.set(Samples.random(4000, seed: UInt64(n)), forKey: "k\(n)") }
         for n in stride(from: 0, to: 28, by: 2) { try first.removeValue(forKey: "k\(n)") }
-        let plan = try #require(try first.withEngine { try $0.planPackCollection(minimumDeadFraction: 0.1, downTo: 0) })
+        let plan = try #require(try first.engine.withState { try $0.planPackCollection(minimumDeadFraction: 0.1, downTo: 0) })
         let reserved = try #require(plan.number)
         let copy = try plan.copy()   // outside the flock
         // Meanwhile the other open fills the newest segment and starts the next: the reserved number.
         for n in 0..<20 { try second.set(Samples.random(4000, seed: UInt64(100 + n)), forKey: "s\(n)") }
         #expect(FileManager.default.fileExists(atPath: dir.appending("packs/" + PackFormat.fileName(of: reserved))))
-        let journal = try first.withEngine { engine in try engine.perform { try engine.adopt(copy) } }
+        let journal = try first.engine.withState { try $0.adopt(copy) }
         try journal.sync()
-        try first.withEngine { $0.finish(plan) }
+        try first.engine.withState { $0.finish(plan) }
         for cache in [first, second] {
             for n in 0..<36 {
                 #expect(try cache.bytes(forKey: "k\(n)") == (n < 28 && n % 2 == 0 ? nil : Samples.random(4000, seed: UInt64(n))))
@@ -156,9 +156,9 @@ struct MultiProcessTests {
         let dir = TemporaryDirectory()
         let first = try BlobCache(directory: dir.path, configuration: .testing())
         let second = try BlobCache(directory: dir.path, configuration: .testing())
-        let inner = first.directoryLock.ifNoOtherMaintenance { second.directoryLock.ifNoOtherMaintenance { true } }
+        let inner = first.engine.directoryLock.ifNoOtherMaintenance { second.engine.directoryLock.ifNoOtherMaintenance { true } }
         #expect(inner == .some(nil))
-        #expect(second.directoryLock.ifNoOtherMaintenance { true } == true)
+        #expect(second.engine.directoryLock.ifNoOtherMaintenance { true } == true)
         try first.close()
         try second.close()
     }

@@ -111,7 +111,7 @@ struct StressTests {
         try expectModel(cache, "after the threads")
         let totals = try cache.totals()
         // Pack collections and journal rewrites ran in steps among the other threads' operations.
-        let maintenanceRuns = cache.maintenanceGate.withLock { $0 }
+        let maintenanceRuns = cache.engine.maintenanceGate.withLock { $0 }
         print("stress: capped \(capped): \(maintenanceRuns) maintenance runs outside the lock, "
               + "\(totals.counters.packCollections) pack collections, \(totals.counters.journalCompactions) journal rewrites")
         // Uncapped, dead bytes and the journal rarely pass their 1 MiB allowances in this run.

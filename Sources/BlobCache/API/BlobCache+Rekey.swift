@@ -22,24 +22,8 @@ extension BlobCache {
         try configuration.validate()   // what the reopen will need, before anything changes
         // The rekey and the end of this open under one hold of the lock: no operation of
         // another thread can slip in between and write with the old key into the new journal.
-        let rekeyed = try maintenanceGate.withLock { _ in
-            try state.withLock { engine -> (blobs: Int, droppedEntries: Int) in
-                guard let open = engine else { throw BlobCacheError.closed }
-                if let failure = open.journal.failure { throw failure }
-                let result = try open.exclusively {
-                    guard directoryLock.isAlone else { throw BlobCacheError.inUse(path: directory, pid: nil) }
-                    return try open.perform { try open.rekey(to: newCipher) }
-                }
-                engine = nil
-                finalStatistics.withLock { $0 = open.statistics }
-                // Nothing more is written through `open`: its index and pipeline speak the old
-                // key (a clean close's snapshot would describe the old blobs under the new salt).
-                try? open.exclusively { directoryLock.markClosed(cleanly: true) }
-                directoryLock.close()
-                return result
-            }
-        }
-        changeHub.finishAll()
+        let rekeyed = try engine.rekeyAndClose(to: newCipher)
+        engine.changeHub.finishAll()
         var report = CompactionReport()
         do {
             let reopened = try BlobCache(directory: directory, configuration: configuration)

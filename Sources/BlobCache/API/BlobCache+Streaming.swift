@@ -20,10 +20,7 @@ extension BlobCache {
     /// `startSet` of a key already validated (and made raw by a namespace).
     func startSet(forRawKey key: String, expiry: Expiry?, pinned: Bool) throws -> PendingSet {
         // The tighter of the cache's cap and its namespace's: a larger value could never be stored.
-        let limit = try withOpenEngine { engine -> Int? in
-            let caps = [engine.limits.maxStoredBytes, NamespaceKey.prefix(ofRawKey: key).flatMap { engine.namespaceLimits[$0] }]
-            return caps.compactMap { $0 }.min()
-        }
+        let limit = try engine.read(.thisOpen) { .answer($0.storedBytesLimit(forKey: key)) }
         return PendingSet(cache: self, key: key, expiry: expiry ?? defaultExpiry, pinned: pinned, limit: limit)
     }
 
@@ -68,14 +65,7 @@ extension BlobCache {
     func publishStreamed(info: BlobInfo, staged: StagedLooseBlob, key: String, expiry: Expiry, pinned: Bool) throws -> BlobID {
         let start = telemetry.startTime
         defer { telemetry.finished(set: true, key: key, since: start) }
-        let published: Bool
-        do {
-            published = try perform { try $0.setStreamed(key: key, info: info, staged: staged, expiryRule: expiry, pinned: pinned) }
-        } catch {
-            pipeline.discard(staged)
-            throw error
-        }
-        if !published { pipeline.discard(staged) }
+        try engine.publishStreamed(info: info, staged: staged, key: key, expiry: expiry, pinned: pinned)
         if let remote {
             let deadline = expiry.deadline(from: Nanoseconds.from(clock.now()))
             // The remote tier's queue holds values whole: one larger than it is dropped (and
@@ -104,31 +94,12 @@ extension BlobCache {
     func openValue(forRawKey key: String) throws -> ValueReader? {
         let start = telemetry.startTime
         defer { telemetry.finished(set: false, key: key, since: start) }
-        guard let ticket = try perform(reader: true, { try $0.beginRead(key: key) }) else {
+        switch try engine.openValue(forKey: key) {
+        case .miss:
             guard remote != nil, let value = try remoteValue(forRawKey: key) else { return nil }
             return ValueReader(cache: self, read: .whole(value), info: nil, releases: 0)
-        }
-        if let value = ticket.value { return ValueReader(cache: self, read: .whole(value), info: ticket.info, releases: 0) }
-        // Opened outside the lock, the file is the key's only if no blob was released since the
-        // ticket (another value of the same MD5 may have taken the id); else opened again
-        // under the lock, where the key's blob and its file cannot change.
-        if case .success(let read) = try pipeline.openChunks(ticket.info, at: ticket.location),
-           try nothingReleased(since: ticket) {
-            return ValueReader(cache: self, read: read, info: ticket.info, releases: ticket.releases)
-        }
-        let reopened = try perform { engine -> Result<(ChunkedRead, BlobInfo, UInt64), BlobCacheError>? in
-            guard let (info, location) = try engine.currentBlob(forKey: key) else { return nil }
-            switch try pipeline.openChunks(info, at: location) {
-            case .success(let read): return .success((read, info, engine.releases))
-            case .failure(let damage): return .failure(engine.streamedReadFailed(info, releases: engine.releases, file: nil, damage: damage))
-            }
-        }
-        switch reopened {
-        case nil: return nil
-        case .success(let (read, info, releases))?: return ValueReader(cache: self, read: read, info: info, releases: releases)
-        case .failure(let error)?:
-            telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
-            throw error
+        case .whole(let value, let info): return ValueReader(cache: self, read: .whole(value), info: info, releases: 0)
+        case .chunks(let read, let info, let releases): return ValueReader(cache: self, read: read, info: info, releases: releases)
         }
     }
 
@@ -156,14 +127,5 @@ extension BlobCache {
         guard let reader = try openValue(forKey: key) else { return false }
         try reader.write(to: destination)
         return true
-    }
-
-    /// A streamed read's damage, found part way: the entries are dropped when the file read is
-    /// the blob's own (`streamedReadFailed`), and the error is returned to be thrown.
-    func streamedReadFailed(_ info: BlobInfo, releases: UInt64, file: FileIdentity?, damage: BlobDamage) -> BlobCacheError {
-        let error = (try? perform { $0.streamedReadFailed(info, releases: releases, file: file, damage: damage) })
-            ?? .corruptBlob(id: info.id, path: "", reason: damage.detail)
-        telemetry.logger.warning("damaged blob dropped", metadata: ["directory": "\(directory)", "error": "\(error)"])
-        return error
     }
 }

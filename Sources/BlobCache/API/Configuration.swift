@@ -130,7 +130,7 @@ extension BlobCache {
         /// (internal: tests lower it to exercise snapshots on small caches).
         var snapshotThreshold: Int64 = 64 * 1024
         /// The least journal growth past the snapshot after which maintenance writes a new one
-        /// while the cache is in use (internal: tests lower it; see `CacheEngine.checkpointThreshold`).
+        /// while the cache is in use (internal: tests lower it; see `CacheState.checkpointThreshold`).
         var checkpointMinimum: Int64 = 16 << 20
         /// The file system every call goes through (internal: tests inject faults with it).
         var fileSystem: any FileSystem = PosixFileSystem()

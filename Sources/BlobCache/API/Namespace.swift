@@ -134,13 +134,7 @@ extension BlobCache {
         ///     try thumbnails.removeAll()
         public func removeAll(includingPinned: Bool = false) throws {
             try validateName()
-            try cache.perform { engine in
-                let slots = engine.index.slots { _ in true }.filter { slot in
-                    (includingPinned || !engine.index.entry(at: slot).pinned)
-                        && engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix
-                }
-                for slot in slots { engine.remove(slot: slot, reason: .cleared) }
-            }
+            try cache.engine.write { $0.removeNamespace(prefix, includingPinned: includingPinned) }
         }
 
         /// This namespace's keys, least recently used first (pinned keys first of all).
@@ -157,13 +151,10 @@ extension BlobCache {
         public func entries() throws -> [EntryInfo] {
             try validateName()
             let prefixBytes = prefix.count
-            return try cache.lookup { engine in
-                engine.index.journalOrder().compactMap { slot -> EntryInfo? in
-                    guard engine.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix else { return nil }
-                    var info = engine.info(at: slot)
-                    info.key = String(decoding: info.key.utf8.dropFirst(prefixBytes), as: UTF8.self)
-                    return info
-                }
+            return try cache.engine.read { .answer($0.entries { NamespaceKey.prefix(ofRaw: $0) == prefix }) }.map { entry in
+                var info = entry
+                info.key = String(decoding: entry.key.utf8.dropFirst(prefixBytes), as: UTF8.self)
+                return info
             }
         }
 
@@ -172,9 +163,8 @@ extension BlobCache {
         ///     print(try thumbnails.totals().storedBytes)
         public func totals() throws -> Totals {
             try validateName()
-            return try cache.lookup { engine in
-                Totals(engine.index.namespaces.usage[prefix] ?? NamespaceLedger.Usage(), maxStoredBytes: engine.namespaceLimits[prefix])
-            }
+            let (usage, cap) = try cache.engine.read { .answer($0.namespaceUsage(prefix)) }
+            return Totals(usage ?? NamespaceLedger.Usage(), maxStoredBytes: cap)
         }
 
         /// Caps the bytes this namespace's blobs take (`nil`: no cap of its own), within the
@@ -185,10 +175,7 @@ extension BlobCache {
         ///     thumbnails.setLimits(maxStoredBytes: 50_000_000)
         public func setLimits(maxStoredBytes: Int?) {
             guard (try? validateName()) != nil else { return }
-            _ = try? cache.perform { engine in
-                engine.namespaceLimits[prefix] = maxStoredBytes.map { max(1, $0) }
-                engine.namespacesOverPinned[prefix] = nil
-            }
+            _ = try? cache.engine.write { $0.setNamespaceCap(prefix, to: maxStoredBytes.map { max(1, $0) }) }
         }
 
         /// The changes to this namespace's keys starting with `prefix`, with keys as this
@@ -231,28 +218,22 @@ extension BlobCache {
     ///
     ///     for (name, totals) in try cache.namespaceTotals() { print(name, totals.entries) }
     public func namespaceTotals() throws -> [String: Namespace.Totals] {
-        try lookup { engine in
-            // Names whose bytes differ but which Swift compares equal (é as one code point or
-            // two, damaged UTF-8) are distinct namespaces: their figures are added up here.
-            Dictionary(engine.index.namespaces.usage.map { prefix, usage in
-                (NamespaceKey.name(ofPrefix: prefix), Namespace.Totals(usage, maxStoredBytes: engine.namespaceLimits[prefix]))
-            }, uniquingKeysWith: { $0.adding($1) })
-        }
+        // Names whose bytes differ but which Swift compares equal (é as one code point or
+        // two, damaged UTF-8) are distinct namespaces: their figures are added up here.
+        Dictionary(try engine.read { .answer($0.namespaceUsages()) }.map { prefix, usage, cap in
+            (NamespaceKey.name(ofPrefix: prefix), Namespace.Totals(usage, maxStoredBytes: cap))
+        }, uniquingKeysWith: { $0.adding($1) })
     }
 
     /// Whether a raw key holds an unexpired value.
     func contains(rawKey key: String) throws -> Bool {
-        try lookup { $0.holds(key) }
+        try engine.read { .answer($0.holds(key)) }
     }
 
     /// Removes a raw key's entry (and, through the write-behind queue, its remote record);
     /// returns whether there was one.
     func removeValue(forRawKey key: String) throws -> Bool {
-        let removed = try perform { engine in
-            guard let slot = engine.index.slot(of: key) else { return false }
-            engine.remove(slot: slot, reason: .explicit)
-            return true
-        }
+        let removed = try engine.write { $0.removeValue(forKey: key) }
         // After the local remove, whether or not there was an entry: another cache may have set it.
         remote?.sendRemoval(ofKey: key)
         return removed

@@ -101,7 +101,7 @@ public final class PendingSet: @unchecked Sendable {
     /// Hands the full piece to the writer (which hashes it here and writes it on its queue)
     /// and starts the next one.
     private func writeGatheredPiece() throws {
-        let writer = try self.writer ?? PiecedBlobWriter(pipeline: cache.pipeline)
+        let writer = try self.writer ?? PiecedBlobWriter(pipeline: cache.engine.pipeline)
         self.writer = writer
         try writer.append(gathered)
         gathered = []
@@ -112,7 +112,7 @@ public final class PendingSet: @unchecked Sendable {
     /// Throws `valueTooLarge` once `stored` bytes are past the cap (deleting `staged`, when given).
     private func checkCap(_ stored: Int, discarding staged: StagedLooseBlob? = nil) throws {
         guard let limit, stored > limit else { return }
-        cache.pipeline.discard(staged)
+        cache.engine.pipeline.discard(staged)
         throw BlobCacheError.valueTooLarge(storedBytes: stored, limit: limit)
     }
 }

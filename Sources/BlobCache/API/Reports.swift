@@ -195,24 +195,3 @@ extension BlobCache {
         public var pinned: Bool
     }
 }
-
-extension CacheEngine {
-    func totals() -> BlobCache.Totals {
-        BlobCache.Totals(
-            entries: index.entryCount, blobs: index.blobCount, logicalBytes: index.logicalBytes,
-            storedBytes: index.storedBytes, entryLogicalBytes: index.entryLogicalBytes,
-            pinnedEntries: index.pinnedEntries, deadPackBytes: deadPackBytes, journalBytes: Int(journal.size),
-            journalRecords: journal.recordCount, redundantJournalRecords: redundantRecords,
-            limits: limits, counters: lifetimeCounters)
-    }
-
-    func info(at slot: Int32) -> BlobCache.EntryInfo {
-        let entry = index.entry(at: slot)
-        let blob = index.blob(at: entry.blob).info
-        return BlobCache.EntryInfo(
-            key: index.key(at: slot), blobID: blob.id, size: blob.rawLength, storedSize: blob.footprint,
-            codec: blob.codec.name, place: blob.place, created: Nanoseconds.date(entry.created),
-            expiry: entry.expiry == Nanoseconds.never ? nil : Nanoseconds.date(entry.expiry),
-            lastAccess: Nanoseconds.date(entry.access), pinned: entry.pinned)
-    }
-}

@@ -30,13 +30,12 @@ extension BlobCache {
     ///     print("hit ratio \(stats.hitRatio), \(stats.memoryHits) from memory")
     public func statistics() -> Statistics {
         let remote = remote?.counters ?? RemoteCounters()
-        var statistics = state.withLock { engine in
-            guard let engine else { return finalStatistics.withLock { $0 } }
-            var statistics = engine.statistics
-            // Taken into the engine's counts at the close (`closeEngine`), to be saved.
+        var statistics = engine.finalStatistics.withLock { $0 }
+        if let open = engine.statisticsIfOpen {
+            statistics = open
+            // Taken into the engine's counts at the close (`Engine.close`), to be saved.
             statistics.sinceOpen.remoteRejections = remote.rejected
             statistics.lifetime.remoteRejections.addSaturating(remote.rejected)
-            return statistics
         }
         statistics.remote = remote
         return statistics
@@ -50,18 +49,9 @@ extension BlobCache {
     ///
     ///     try cache.resetStatistics()
     public func resetStatistics() throws {
-        try withEngine { engine in
-            engine.counters = Counters()
-            engine.savedCounters = Counters()
-            try Counters().save(in: engine.files, io: engine.io)
+        try engine.write { writer in
+            try writer.resetCounters()
             remote?.resetCounters()
         }
-    }
-}
-
-extension CacheEngine {
-    /// This open's counts and the lifetime ones.
-    var statistics: BlobCache.Statistics {
-        BlobCache.Statistics(sinceOpen: counters, lifetime: lifetimeCounters)
     }
 }

@@ -18,7 +18,7 @@ public final class ValueReader: Sendable {
     public let length: Int
     private let state: Mutex<ChunkedReadBox>
     private let cache: BlobCache
-    /// The blob read (`nil` for a value from the remote tier) and `CacheEngine.releases` when
+    /// The blob read (`nil` for a value from the remote tier) and `CacheState.releases` when
     /// its file was opened: what a damage report needs to drop the right entries.
     private let info: BlobInfo?
     private let releases: UInt64
@@ -50,7 +50,7 @@ public final class ValueReader: Sendable {
         case .success(let chunk): return chunk
         case .failure(let damage):
             guard let info else { throw BlobCacheError.corruptBlob(id: BlobID(high: 0, low: 0), path: "", reason: damage.detail) }
-            throw cache.streamedReadFailed(info, releases: releases, file: file, damage: damage)
+            throw cache.engine.streamedReadFailed(info, releases: releases, file: file, damage: damage)
         }
     }
 

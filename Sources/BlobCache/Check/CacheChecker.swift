@@ -22,7 +22,7 @@ extension BlobCache {
         let io = io.matchingAccess(of: files.root)
         let cipher = try options.encryption.map(CacheCipher.init)
         // An encrypted journal and no key: checked as far as it can be, but not repaired.
-        if let header = CacheEngine.peekJournalHeader(files: files, io: io) {
+        if let header = JournalFile.peekHeader(files: files, io: io) {
             if header.keyCheck == nil || cipher != nil || options.repair {
                 try header.requireKey(cipher, cache: files.root.string)
             }
@@ -38,7 +38,7 @@ extension BlobCache {
         return try lock.withExclusive {
             var report = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast, cipher: cipher)
             if !report.findings.isEmpty {
-                try CacheChecker.repair(files, io: io, findings: report.findings, limits: limits, lock: lock,
+                try Engine.repair(files, io: io, findings: report.findings, limits: limits, lock: lock,
                                         encryption: options.encryption)
                 report.repaired = true
                 report.errorsLeft = try CacheChecker.run(files, io: io, limits: limits, fast: options.fast, cipher: cipher).errors

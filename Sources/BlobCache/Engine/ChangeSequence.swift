@@ -72,7 +72,7 @@ final class ChangeSequence: @unchecked Sendable {
 
     /// Sets the sequence (under the flock). The fence keeps the file writes that follow an odd
     /// value from being seen before it by a reader that checks the value before and after it
-    /// reads the journal (`CacheEngine.catchUpWithoutLock`).
+    /// reads the journal (`DirectorySharing.catchUpWithoutLock`).
     func store(_ value: UInt64) {
         counter.pointee.store(value, ordering: .releasing)
         atomicMemoryFence(ordering: .sequentiallyConsistent)

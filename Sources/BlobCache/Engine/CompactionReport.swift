@@ -38,7 +38,7 @@ extension BlobCache {
     }
 }
 
-extension CacheEngine {
+extension CacheState {
     /// Full compaction: expiry sweep, dangling files and temporaries, all dead pack space,
     /// optional re-encoding, and a journal rewrite. Safe to kill at any point: every deletion
     /// waits for the records (fsynced) that make it safe. Run inside `perform`.

@@ -3,14 +3,14 @@ import SystemPackage
 /// One automatic pack collection, taken apart so that its slow part runs outside the cache's
 /// lock (docs/RELIABILITY.md, "Maintenance outside the lock"):
 ///
-/// 1. under the lock, `CacheEngine.planPackCollection` picks the victim segments and the live
+/// 1. under the lock, `CacheState.planPackCollection` picks the victim segments and the live
 ///    records to move, and reserves a number for a new segment;
 /// 2. outside it, `copy()` writes those records into a staged file and fsyncs it;
-/// 3. under the lock, `CacheEngine.adopt` names the segment (under another number if another
+/// 3. under the lock, `CacheState.adopt` names the segment (under another number if another
 ///    process started a segment of that number meanwhile), fsyncs `packs/`, takes it in and
 ///    journals the new place of every record still live where it was copied from;
 /// 4. outside it, the journal is fsynced (`journal`);
-/// 5. under the lock, `CacheEngine.finish` deletes the victims.
+/// 5. under the lock, `CacheState.finish` deletes the victims.
 ///
 /// "The lock" is the engine's and `DIR/lock`'s flock: other threads and other processes read
 /// and write between the steps, and each step under the lock checks again what they changed.
@@ -52,7 +52,7 @@ struct PackCollection: Sendable {
         /// not copied; their entries are dropped as a read would drop them.
         let cutShort: [BlobInfo]
 
-        /// Closes and removes the staged file, when `CacheEngine.adopt` never took it.
+        /// Closes and removes the staged file, when `CacheState.adopt` never took it.
         func discard(io: FileIO) {
             io.close(descriptor)
             _ = try? io.remove(staging)
@@ -60,7 +60,7 @@ struct PackCollection: Sendable {
     }
 
     /// Writes the live records into a new segment staged beside `packs/` and fsyncs it. Its
-    /// name is given under the lock (`CacheEngine.adopt`): a crash before leaves a staged file
+    /// name is given under the lock (`CacheState.adopt`): a crash before leaves a staged file
     /// that the next open (or `compact`) sweeps once this process is gone.
     func copy() throws -> Copy? {
         guard let number else { return nil }

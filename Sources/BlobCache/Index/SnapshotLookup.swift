@@ -1,5 +1,5 @@
 /// Finds keys in a mapped index snapshot before it is restored, so that an open need not read
-/// the whole file before its first get (`CacheEngine.PendingRestore`).
+/// the whole file before its first get (`CacheState.PendingRestore`).
 ///
 /// Every 16 KiB chunk of the body is checked against its digest the first time a lookup reads
 /// from it, and every number read (bucket, record number, key range, blob record) is bounded

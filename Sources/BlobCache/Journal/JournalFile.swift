@@ -247,3 +247,16 @@ extension JournalFile.Replacement {
         try io.syncDirectory(file.path.removingLastComponent())
     }
 }
+
+extension JournalFile {
+    /// The header of the journal in `files`, read without the lock; `nil` when there is no
+    /// journal, it is not a regular file (a FIFO would block the open), cannot be read, or its
+    /// header does not decode (the open then says why, or rebuilds and judges the blobs).
+    static func peekHeader(files: CacheFiles, io: FileIO) -> JournalFormat.Header? {
+        guard (try? io.fileType(files.journal)) == .regular, let fd = try? io.openIfExists(files.journal) else { return nil }
+        defer { io.close(fd) }
+        guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
+              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return nil }
+        return header
+    }
+}

@@ -44,7 +44,7 @@ extension BlobCache {
         if let stored = try await AsyncBlobCache.run({ try self.bytes(forRawKey: key) }) { return stored }
         let value = try await load()
         try await AsyncBlobCache.run {
-            _ = try self.set(value, forRawKey: key, expiry: expiry, pinned: false, remembering: self.remembersValues)
+            _ = try self.set(value, forRawKey: key, expiry: expiry, pinned: false, remembering: self.engine.remembersValues)
         }
         return value
     }

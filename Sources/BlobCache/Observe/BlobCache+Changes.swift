@@ -21,9 +21,9 @@ extension BlobCache {
 
     /// Changes to the raw keys starting with `namespace + prefix`.
     func changes(namespace: [UInt8]?, prefix: String) -> AsyncStream<Change> {
-        let stream = changeHub.subscribe(namespace: namespace, prefix: prefix)
+        let stream = engine.changeHub.subscribe(namespace: namespace, prefix: prefix)
         // Closed already: the stream ends at once.
-        if state.withLock({ $0 == nil }) { changeHub.finishAll() }
+        if engine.isClosed { engine.changeHub.finishAll() }
         return stream
     }
 }

@@ -19,7 +19,7 @@ extension BlobCache {
         let expiry: Expiry = found.expiry == Nanoseconds.never ? .never : .at(Nanoseconds.date(found.expiry))
         writeBack {
             _ = try found.value.withUnsafeBytes {
-                try put($0, key: key, expiry: expiry, pinned: false, knownID: found.id, ifAbsent: true)
+                try engine.set($0, key: key, expiry: expiry, pinned: false, knownID: found.id, ifAbsent: true)
             }
         }
         return found.value
@@ -31,7 +31,7 @@ extension BlobCache {
         guard let remote, let value = remote.value(for: id, maxValueBytes: try maxValueBytes()) else { return nil }
         writeBack {
             _ = try value.withUnsafeBytes {
-                try put($0, key: CacheEngine.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false,
+                try engine.set($0, key: Self.contentAddressedKeyPrefix + id.hex, expiry: defaultExpiry, pinned: false,
                         knownID: id, ifAbsent: true)
             }
         }
@@ -40,7 +40,7 @@ extension BlobCache {
 
     /// A value larger than the local byte cap is neither fetched nor written back.
     private func maxValueBytes() throws -> Int? {
-        try withOpenEngine { $0.limits.maxStoredBytes }
+        try engine.read { .answer($0.maxStoredBytes) }
     }
 
     /// Writes a remote hit back locally. A failure there (a cap, a full disk) does not fail the

@@ -157,7 +157,7 @@ struct DefectTests {
         let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) { $0.accessJournalInterval = .zero })
         for n in 0..<100 { try cache.set(Samples.random(100, seed: UInt64(n)), forKey: "key-number-\(n)") }
         // Twice the writers' threshold: a reader leaves the rewrite to writers until then.
-        let bound = 2 * (2 * (JournalFormat.headerSize + 100 * (CacheEngine.setRecordOverhead + 14)) + (1 << 20))
+        let bound = 2 * (2 * (JournalFormat.headerSize + 100 * (CacheState.setRecordOverhead + 14)) + (1 << 20))
         for round in 0..<150_000 {
             clock.advance(by: .milliseconds(1))
             _ = try cache.bytes(forKey: "key-number-\(round % 100)")
@@ -260,7 +260,7 @@ struct DefectTests {
         var largestRun = 0
         for n in 0..<5000 {
             try cache.set(Samples.random(2000, seed: UInt64(n)), forKey: "k\(n)")
-            let (dead, allowance) = try cache.withEngine { ($0.deadPackBytes, $0.packGarbageAllowance) }
+            let (dead, allowance) = try cache.engine.withState { ($0.deadPackBytes, $0.packGarbageAllowance) }
             #expect(dead <= allowance + 64 << 10, "set \(n): \(dead) dead bytes")
             largestRun = max(largestRun, try cache.totals().counters.packCollections)
         }
@@ -287,7 +287,7 @@ struct DefectTests {
         let probeRead = Locked(false)
         fileSystem.interposeOnSync { path in
             guard path.string.contains(fsyncedPath), lockWasFree.withLock({ $0 == nil }) else { return }
-            let free = cache.state.withLockIfAvailable { _ in true } != nil
+            let free = cache.engine.inspect(waiting: false) { _ in true } != nil
             lockWasFree.withLock { $0 = free }
             guard free else { return }   // a get from here would wait on this very thread
             probeRead.withLock { $0 = (try? cache.bytes(forKey: "probe")) == probe }

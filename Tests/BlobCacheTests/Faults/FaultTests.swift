@@ -85,10 +85,10 @@ struct FaultTests {
                 try $0.cache.compact(recompressingTo: .zlib(level: 1))
             },
             FaultScenario(name: "pack GC") {
-                try $0.cache.collectPackGarbage(minimumDeadFraction: 0.01, downToHalfAllowance: false)
+                try $0.cache.engine.collectPackGarbage(minimumDeadFraction: 0.01, downToHalfAllowance: false)
             },
             FaultScenario(name: "journal rewrite") {
-                try $0.cache.rewriteJournal()
+                try $0.cache.engine.rewriteJournal()
             },
             FaultScenario(name: "snapshot write (close)") {
                 try $0.cache.close()
@@ -97,7 +97,7 @@ struct FaultTests {
             FaultScenario(name: "checkpoint (in use)") { context in
                 _ = try context.cache.bytes(forKey: "p7")
                 _ = try context.cache.bytes(forKey: "l0")
-                _ = try context.cache.directoryLock.withExclusive { try context.cache.writeCheckpoint(onlyIfDue: false) }
+                _ = try context.cache.engine.directoryLock.withExclusive { try context.cache.engine.writeCheckpoint(onlyIfDue: false) }
             },
             FaultScenario(name: "fsck --repair", effects: ["l1": .removed, "e0": .removed, "e1": .removed, "e2": .removed], damage: { directory in
                 flipByte(looseFile(directory, BlobID(hashing: FaultScenario.seeded["l1"]!)), at: 100)

@@ -44,7 +44,7 @@ struct ReviewDefectTests {
         }
         let retries = fileSystem.stopTracing().filter { $0.call == .write && $0.path.hasSuffix("journal.tmp") }
         #expect(retries.isEmpty, "the failed rewrite was retried \(retries.count) times at once")
-        #expect(try cache.withEngine { $0.maintenanceFailures } == 1)
+        #expect(try cache.engine.withState { $0.maintenanceFailures } == 1)
     }
 
     @Test("staged files a crashed writer left are swept by the next open even when its journal is clean")

@@ -112,7 +112,7 @@ struct ContentIdentityTests {
         clock.advance(by: .seconds(120))   // past the access interval: each read's access is due
         #expect(try cache.bytes(forKey: "caf\u{E9}") == [1])
         #expect(try cache.bytes(forKey: "cafe\u{301}") == [2])
-        #expect(cache.state.withLock { $0?.pendingAccesses.count } == 2)
+        #expect(cache.engine.inspect { $0?.pendingAccessCount } == 2)
         try cache.close()
     }
 }

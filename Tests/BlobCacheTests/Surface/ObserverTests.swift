@@ -9,7 +9,7 @@ struct ObserverTests {
     static func drain(_ iterator: inout AsyncStream<BlobCache.Change>.Iterator, of cache: BlobCache,
                       prefix: String = "", namespace: String? = nil) async -> [BlobCache.Change] {
         let marker = prefix + "\u{1}marker"
-        cache.changeHub.publish([.set(key: (namespace.map { String(decoding: NamespaceKey.prefix(of: $0), as: UTF8.self) } ?? "") + marker, id: BlobID(hashing: []))])
+        cache.engine.changeHub.publish([.set(key: (namespace.map { String(decoding: NamespaceKey.prefix(of: $0), as: UTF8.self) } ?? "") + marker, id: BlobID(hashing: []))])
         var seen: [BlobCache.Change] = []
         // (Markers of other streams' drains are not the cache's changes.)
         while let change = await iterator.next(), change.key != marker {

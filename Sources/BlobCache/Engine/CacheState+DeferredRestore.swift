@@ -5,7 +5,7 @@
 /// no entry expires (the header's earliest expiry and the tail's), the limits hold (the
 /// header's totals plus the tail's), no blob lies past the newest segment's end, and the
 /// journal after the snapshot is short, clean and only sets, reads and removes keys.
-extension CacheEngine {
+extension CacheState {
     /// The snapshot and journal tail of an open whose restore is deferred.
     final class PendingRestore {
         /// Journal bytes after the snapshot beyond which the open restores at once (the tail
@@ -104,16 +104,16 @@ extension CacheEngine {
         case restored
     }
 
-    /// `beginRead(key:)` answered from the snapshot while the restore is deferred, when the
-    /// index is current (no other open wrote since) and the entry is found and unexpired in
+    /// A read of `key` answered from the snapshot while the restore is deferred, when the
+    /// index is `current` (no other open wrote since) and the entry is found and unexpired in
     /// checked chunks; the read's recency is applied at the restore.
-    func readBeforeRestore(key: String) throws -> EarlyRead {
+    func readBeforeRestore(key: String, current: Bool) throws -> EarlyRead {
         guard let pending = pendingRestore else { return .restored }
         // Recency waits no longer than a read's would (`pendingAccessesDue`): once the oldest
         // read is `accessJournalInterval` old, the restore queues them for the journal.
         let (waited, overflow) = now().subtractingReportingOverflow(pending.reads.first?.time ?? Int64.max)
         guard pending.reads.count < PendingRestore.readLimit, pending.reads.isEmpty || !overflow && waited < accessInterval,
-              isCurrent, let found = pending.entry(forKey: key) else {
+              current, let found = pending.entry(forKey: key) else {
             return .needsIndex
         }
         guard let found else {
@@ -137,18 +137,22 @@ extension CacheEngine {
     /// Restores the deferred index: the snapshot checked whole, the tail applied, then the
     /// recency of the reads made before. A snapshot that fails its checks is deleted and the
     /// journal replayed up to where the open left it; when that does not replay cleanly
-    /// either, the cache stops (`needsReopen`: the next open recovers the journal).
-    func finishRestoring() throws {
-        guard let pending = pendingRestore else { return }
+    /// either, the cache stops (`needsReopen`: the next open recovers the journal). Returns
+    /// the reads made before whose accesses are due for the journal, for the caller to keep.
+    @discardableResult
+    func finishRestoring() throws -> [(key: String, time: Int64)] {
+        guard let pending = pendingRestore else { return [] }
         pendingRestore = nil
-        do { restoredIndex = try restoredIndex(of: pending) } catch {
+        var due: [(key: String, time: Int64)] = []
+        do { restoredIndex = try restoredIndex(of: pending, due: &due) } catch {
             // Nothing may be written from the empty index left in place.
             if journal.failure == nil { journal.abandon(because: error) }
             throw error
         }
+        return due
     }
 
-    private func restoredIndex(of pending: PendingRestore) throws -> CacheIndex {
+    private func restoredIndex(of pending: PendingRestore, due: inout [(key: String, time: Int64)]) throws -> CacheIndex {
         var index: CacheIndex
         if var restored = IndexSnapshot.restore(pending.file, header: pending.header),
            pending.tail.allSatisfy({ restored.apply($0) }) {
@@ -167,18 +171,16 @@ extension CacheEngine {
             guard let slot = index.slot(of: key) else { continue }
             let (elapsed, overflow) = time.subtractingReportingOverflow(index.entry(at: slot).journaledAccess)
             index.touch(slot: slot, at: time, journaled: false)
-            if overflow || elapsed >= accessInterval {
-                if pendingAccesses.isEmpty { pendingSince = time }
-                pendingAccesses[ExactKey(key)] = time
-            }
+            if overflow || elapsed >= accessInterval { due.append((key, time)) }
         }
         return index
     }
 
     /// `finishRestoring()` for a use of the index that cannot throw: a failure stops the cache
     /// (every later operation throws it), so nothing is written from an index not restored.
-    /// Every path that may use the index restores first (`withOpenEngine`, `read`,
-    /// `exclusively`): this is the backstop, and tests (debug builds) stop when it is reached.
+    /// Every path that may use the index restores first (`Engine.read`, `Engine.write`,
+    /// `DirectorySharing.underFlock`): this is the backstop, and tests (debug builds) stop
+    /// when it is reached.
     func restoreNow() {
         assertionFailure("the index was used before its deferred restore was finished")
         try? finishRestoring()
@@ -201,7 +203,7 @@ extension CacheEngine {
 
     /// Ends a close while the restore is still deferred: the recency of the reads made before it
     /// goes to the journal as access records (replayed, they give the order a restored index
-    /// would have journaled), and nothing else needs the index. Under the flock (`exclusively`).
+    /// would have journaled), and nothing else needs the index. Under the flock.
     func journalReadsBeforeRestore() {
         guard let pending = pendingRestore else { return }
         for (key, time) in pending.reads { journal.append(.access(key: key, time: time)) }

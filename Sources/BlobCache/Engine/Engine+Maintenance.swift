@@ -3,14 +3,14 @@
 /// happen with the lock released, so readers and writers on other threads carry on
 /// (docs/RELIABILITY.md, "Maintenance outside the lock"). `DIR/lock`'s flock is held
 /// throughout: other processes read meanwhile, and their writers wait.
-extension BlobCache {
+extension Engine {
     /// Runs what is due, unless another thread is already running maintenance (it looks
     /// again when it is done). A failure is not the operation's: the operation had committed.
     func maintain(reader: Bool) {
         _ = maintenanceGate.withLockIfAvailable { runs in
             // One open at a time collects or rewrites (the others go on and find it done).
             directoryLock.ifNoOtherMaintenance {
-                var due = try? withEngine { $0.maintenanceDue(reader: reader) }
+                var due = try? write { $0.state.maintenanceDue(reader: reader) }
                 // Each run makes progress or backs off; the bound is for safety.
                 for _ in 0..<8 {
                     guard let task = due else { return }
@@ -18,7 +18,7 @@ extension BlobCache {
                     switch task {
                     case .packCollection:
                         // Its copy runs without the flock: other processes read and write meanwhile.
-                        ran = try? collectPackGarbage(minimumDeadFraction: CacheEngine.victimFraction, downToHalfAllowance: true)
+                        ran = try? collectPackGarbage(minimumDeadFraction: CacheState.victimFraction, downToHalfAllowance: true)
                     case .journalRewrite:
                         // Holds the flock for every step, so that no other process rewrites the
                         // journal between them (`compact` does, under the flock alone).
@@ -30,7 +30,7 @@ extension BlobCache {
                     }
                     guard ran == true else { return }
                     runs += 1
-                    due = try? withEngine { $0.maintenanceDue(reader: reader) }
+                    due = try? write { $0.state.maintenanceDue(reader: reader) }
                 }
             }
         }
@@ -42,20 +42,18 @@ extension BlobCache {
     /// The caller holds `maintenanceGate`.
     @discardableResult
     func collectPackGarbage(minimumDeadFraction: Double, downToHalfAllowance: Bool) throws -> Bool {
-        guard let plan = try withEngine({ engine in
-            try engine.planPackCollection(minimumDeadFraction: minimumDeadFraction,
-                                      downTo: downToHalfAllowance ? engine.packGarbageAllowance / 2 : 0)
+        guard let plan = try write({ writer in
+            try writer.state.planPackCollection(minimumDeadFraction: minimumDeadFraction,
+                                                downTo: downToHalfAllowance ? writer.state.packGarbageAllowance / 2 : 0)
         }) else { return false }
         do {
             let copy = try plan.copy()
             var handedOver = false
             let journal: OpenFile
             do {
-                journal = try withEngine { engine in
-                    try engine.perform {
-                        handedOver = true
-                        return try engine.adopt(copy)
-                    }
+                journal = try write { writer in
+                    handedOver = true
+                    return try writer.state.adopt(copy)
                 }
             } catch {
                 if !handedOver { copy?.discard(io: directoryLock.io) }
@@ -65,10 +63,10 @@ extension BlobCache {
                 stopJournal(journal, because: error)
                 throw error
             }
-            try withEngine { $0.finish(plan) }
+            try write { $0.state.finish(plan) }
             return true
         } catch {
-            try? withEngine { $0.abandon(plan) }
+            try? write { $0.state.abandon(plan) }
             throw error
         }
     }
@@ -79,14 +77,14 @@ extension BlobCache {
     /// on meanwhile). Returns whether it was written. The caller holds `maintenanceGate` and
     /// the flock.
     func writeCheckpoint(onlyIfDue: Bool = true) throws -> Bool {
-        guard let checkpoint = try withEngine({ try $0.beginCheckpoint(onlyIfDue: onlyIfDue) }) else { return false }
+        guard let checkpoint = try write({ try $0.state.beginCheckpoint(onlyIfDue: onlyIfDue) }) else { return false }
         do { try checkpoint.journalFile.sync() } catch {
             stopJournal(checkpoint.journalFile, because: error)
             throw error
         }
         let firstPage = try? checkpoint.write()
         do {
-            try withEngine { $0.finishCheckpoint(checkpoint, written: firstPage != nil) }
+            try write { $0.state.finishCheckpoint(checkpoint, written: firstPage != nil) }
         } catch {
             // The journal failed meanwhile: say, a writeback error that this fsync and another
             // thread's (under the lock) both covered, reported to that one alone. The snapshot
@@ -102,17 +100,17 @@ extension BlobCache {
     /// The caller holds `maintenanceGate`.
     @discardableResult
     func rewriteJournal() throws -> Bool {
-        let rewrite = try withEngine { try $0.beginJournalRewrite() }
+        let rewrite = try write { try $0.state.beginJournalRewrite() }
         let replacement: JournalFile.Replacement
         let synchronous: Bool
         do {
             replacement = try rewrite.prepare()
-            synchronous = try withEngine { engine in
-                try engine.finishJournalRewrite(rewrite, replacement: replacement)
-                return engine.journal.synchronous
+            synchronous = try write { writer in
+                try writer.state.finishJournalRewrite(rewrite, replacement: replacement)
+                return writer.state.journal.synchronous
             }
         } catch {
-            try? withEngine { $0.noteFailedJournalRewrite() }
+            try? write { $0.state.noteFailedJournalRewrite() }
             throw error
         }
         // Installed: in .processCrashSafe mode its last records and its name are fsynced here,
@@ -130,8 +128,14 @@ extension BlobCache {
     /// still the journal: pages that failed to reach the disk may be dropped and marked clean,
     /// so nothing written to it can be trusted to be durable any more.
     private func stopJournal(_ file: OpenFile, because error: any Error) {
-        try? withEngine { engine in
-            if engine.journal.file === file { engine.journal.abandon(because: error) }
+        try? write { writer in
+            if writer.state.journal.file === file { writer.state.journal.abandon(because: error) }
         }
+    }
+
+    /// Compacts the cache (`CacheState.compact`), waiting for maintenance running on another
+    /// thread first.
+    func compact(recompressingTo codec: Codec?) throws -> BlobCache.CompactionReport {
+        try maintenanceGate.withLock { _ in try write { try $0.state.compact(recompressingTo: codec) } }
     }
 }

@@ -6,7 +6,7 @@ import Musl
 import Darwin
 #endif
 
-extension CacheEngine {
+extension CacheState {
     /// Points `key` at a value written as a pieced blob and staged in `staged` (`info` names
     /// it): shares the stored blob of the same id once their bytes compare equal (a different
     /// value with that MD5 throws `contentCollision`), else publishes the staged file. Returns

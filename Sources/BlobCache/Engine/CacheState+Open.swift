@@ -1,12 +1,14 @@
 import SystemPackage
 
-extension CacheEngine {
-    /// Opens the cache state in `directory` (the caller holds `lock`'s flock): replays the
-    /// journal, repairs what a crash can leave, drops expired entries and trims to the limits.
-    /// Only an open that is `alone` (no other open of the directory anywhere) cuts the newest
-    /// segment's tail, which another open could be reading.
+extension CacheState {
+    /// Opens the cache state in `directory` (the caller holds the directory's flock): replays
+    /// the journal, repairs what a crash can leave, drops expired entries and trims to the
+    /// limits. Only an open that is `alone` (no other open of the directory anywhere) cuts the
+    /// newest segment's tail, which another open could be reading. `beforeChanges` runs before
+    /// anything but the store's folders is changed (the sharing marks the directory as changing).
     static func open(files: CacheFiles, io: FileIO, configuration: BlobCache.Configuration, limits: BlobCache.Limits,
-                     lock: DirectoryLock, alone: Bool, previousHolderCrashed: Bool = false) throws -> (CacheEngine, BlobCache.OpenReport) {
+                     alone: Bool, previousHolderCrashed: Bool, changeHub: ChangeHub?, telemetry: Telemetry,
+                     beforeChanges: () throws -> Void) throws -> (CacheState, BlobCache.OpenReport) {
         let synchronous = configuration.durability == .powerLossSafe
         // (The caller checked the key against the journal before taking the lock; it is checked
         // again where the header is read below, in case the journal changed in between.)
@@ -17,10 +19,7 @@ extension CacheEngine {
         let pipeline = BlobPipeline(files: files, io: io, compression: configuration.compression,
                                     packThreshold: configuration.packThreshold, durability: configuration.durability,
                                     cipher: cipher)
-        // Odd from before the first change to the end: an open that fails midway leaves it odd,
-        // so every other open checks the files at its next write (none skips its catch-up).
-        let sequence = try ChangeSequence.open(files.sequence, root: files.root, io: io, alone: alone)
-        sequence.store(sequence.value | 1)
+        try beforeChanges()
         let journalPath = files.journal
         try io.remove(CacheFiles.temporary(for: journalPath))
         try io.remove(CacheFiles.temporary(for: files.snapshot))
@@ -132,18 +131,12 @@ extension CacheEngine {
             let adoption = try adoptBlobs(in: store, pipeline: pipeline, into: &index, now: now)
             report.recovery = .rebuiltFromBlobs(reason: reason, adopted: adoption.adopted, removed: adoption.removed)
         }
-        let engine = CacheEngine(
+        let engine = CacheState(
             files: files, io: io, pipeline: pipeline, store: store,
             journal: try journal ?? JournalFile.fresh(at: journalPath, io: io, created: now, synchronous: synchronous,
                                                              cipher: cipher),
-            limits: limits, clock: clock,
-            accessInterval: Nanoseconds.from(configuration.accessJournalInterval), lock: lock)
-        engine.holdsLock = true
-        defer { engine.holdsLock = false }
-        engine.index = index
-        engine.snapshotCoverage = snapshotCoverage
-        engine.snapshotThreshold = configuration.snapshotThreshold
-        engine.checkpointMinimum = configuration.checkpointMinimum
+            index: index, snapshotCoverage: snapshotCoverage, limits: limits, configuration: configuration,
+            changeHub: changeHub, telemetry: telemetry)
         if journal == nil || report.recovery.requiresRewrite {
             try engine.compactJournal()
         }
@@ -159,12 +152,6 @@ extension CacheEngine {
             report.evictedAtOpen = engine.counters.evictions - evictionsBefore
         }
         engine.counters = BlobCache.Counters()
-        // Whatever open changed, every other open catches up at its next operation.
-        engine.sequence = sequence
-        engine.appliedSequence = (sequence.value | 1) + 1
-        sequence.publish(committedEnd: engine.journal.size)
-        sequence.store(engine.appliedSequence)
-        engine.checkedSequence = engine.appliedSequence
         return (engine, report)
     }
 
@@ -206,20 +193,6 @@ extension CacheEngine {
         }
     }
 
-    /// The header of the journal in `files`, read without the lock; `nil` when there is no
-    /// journal, it is not a regular file (a FIFO would block the open), cannot be read, or its
-    /// header does not decode (the open then says why, or rebuilds and judges the blobs).
-    static func peekJournalHeader(files: CacheFiles, io: FileIO) -> JournalFormat.Header? {
-        guard (try? io.fileType(files.journal)) == .regular, let fd = try? io.openIfExists(files.journal) else { return nil }
-        defer { io.close(fd) }
-        guard let image = try? io.read(fd, count: JournalFormat.headerSize, at: 0, path: files.journal),
-              case .success(let header) = image.withUnsafeBytes({ JournalFormat.decodeHeader($0) }) else { return nil }
-        return header
-    }
-
-    /// The prefix of keys that name content-addressed entries (`BlobCache.store`).
-    static let contentAddressedKeyPrefix = "\u{0}"
-
     /// When the journal's header is lost, keys are gone; every intact blob on disk is kept as a
     /// content-addressed entry (readable by id, evictable); damaged blobs and temporary files
     /// are removed, files with names the cache does not give are left alone. Blobs that do not
@@ -232,7 +205,7 @@ extension CacheEngine {
         var unopened = 0, sealedSeen = false
         func adopt(_ info: BlobInfo) {
             guard index.blob(info.id) == nil else { return }
-            index.upsert(EntryRecord(key: contentAddressedKeyPrefix + info.id.hex, blob: info, pinned: false,
+            index.upsert(EntryRecord(key: BlobCache.contentAddressedKeyPrefix + info.id.hex, blob: info, pinned: false,
                                      created: now, expiry: Nanoseconds.never, access: now), orderJournaled: true)
             adopted += 1
         }

@@ -6,7 +6,7 @@ import Musl
 import Darwin
 #endif
 
-extension CacheEngine {
+extension CacheState {
     /// What a set learns when it compares its value with the stored blob of the same id.
     enum StoredCopy {
         /// The stored blob holds the same bytes: the set may share it.

@@ -2,7 +2,7 @@ import SystemPackage
 
 /// Checkpoints: the index snapshot (`DIR/index`) written by maintenance while the cache is in
 /// use, so that the first open after a crash restores it and replays only the journal after it.
-extension CacheEngine {
+extension CacheState {
     /// Journal growth past the snapshot after which a checkpoint is due: half a compacted
     /// journal (about one record for every two live entries), and at least `checkpointMinimum`
     /// (16 MiB by default, some 150,000 records). A growing cache's checkpoints then come each
@@ -38,7 +38,7 @@ extension CacheEngine {
 
         /// The engine's index and journal as they stand (the journal flushed: its size counts
         /// every record the index holds).
-        init(of engine: CacheEngine) {
+        init(of engine: CacheState) {
             index = engine.index
             journalSalt = engine.journal.header.salt
             journalLength = engine.journal.size

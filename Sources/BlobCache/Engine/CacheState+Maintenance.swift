@@ -1,6 +1,6 @@
 import SystemPackage
 
-extension CacheEngine {
+extension CacheState {
     // MARK: Expiry
 
     /// Removes every entry whose expiry has passed; returns how many.
@@ -103,5 +103,21 @@ extension CacheEngine {
             index.markJournaled(slot: slot)
         }
         try journal.flush()
+    }
+
+    /// A clean close's writes, under the flock: the recency of this open's reads (as access
+    /// records while the restore is still deferred, else `persistRecency`), the journal
+    /// synced, a snapshot when worth it, the counts saved.
+    func closeCleanly() throws {
+        if pendingRestore != nil {
+            journalReadsBeforeRestore()
+            try journal.flush()
+        } else {
+            try persistRecency()
+            try? compactJournalIfRedundant()
+        }
+        try journal.sync()
+        writeSnapshotIfWorthIt()
+        try? saveCounters()
     }
 }

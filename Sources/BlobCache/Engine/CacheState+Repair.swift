@@ -7,47 +7,7 @@ import Musl
 import Darwin
 #endif
 
-extension CacheChecker {
-    /// Fixes everything a check reports. Opening the cache the normal way cuts a torn tail,
-    /// rewrites a damaged journal from the records it can trust, rebuilds after a lost header
-    /// and trims to the limits; then entries whose blob fails verification are removed
-    /// (journaled, reason `damaged`), recorded sizes are corrected from the blob headers (files
-    /// that are not the cache's are left alone), segments with a damaged header have their intact live
-    /// records copied out before they go, and a full compaction drops dangling blobs,
-    /// temporary files and empty shard directories. All of it runs through the engine's
-    /// commit path, so a crash during a repair loses nothing a finished repair would keep.
-    static func repair(_ files: CacheFiles, io: FileIO, findings: [BlobCache.Finding], limits: BlobCache.Limits,
-                       lock: DirectoryLock, encryption: BlobCache.Encryption?) throws {
-        var configuration = BlobCache.Configuration()
-        configuration.encryption = encryption
-        configuration.maxStoredBytes = limits.maxStoredBytes
-        configuration.maxEntries = limits.maxEntries
-        // The snapshot only speeds up opening: repair replays the whole journal, the authority.
-        _ = try io.remove(files.snapshot)
-        let (engine, _) = try CacheEngine.open(files: files, io: io, configuration: configuration, limits: limits,
-                                               lock: lock, alone: lock.isAlone)
-        engine.holdsLock = true   // the caller holds the flock for the whole repair
-        // Odd while it changes files: a repair that fails midway leaves every other open to
-        // check the files at its next write.
-        if let sequence = engine.sequence { sequence.store(sequence.value | 1) }
-        let damagedSegments = findings.filter { $0.problem == "pack-corrupt" }
-            .compactMap { CachePath($0.path).lastComponent.flatMap(PackFormat.segmentNumber(fromFileName:)) }
-        try engine.perform {
-            try engine.dropEntriesWithDamagedBlobs()
-            try engine.evacuate(segments: damagedSegments)
-            _ = try engine.compact(recompressingTo: nil)
-            try engine.persistRecency()
-        }
-        try engine.journal.sync()
-        // Other opens catch up at their next operation.
-        if let sequence = engine.sequence {
-            sequence.publish(committedEnd: engine.journal.size)
-            sequence.store((sequence.value | 1) + 1)
-        }
-    }
-}
-
-extension CacheEngine {
+extension CacheState {
     /// Verifies every indexed blob in full (every check fsck makes); entries whose blob is damaged or missing are removed
     /// (reason `damaged`) and a loose blob whose file is intact but differs from the journal's
     /// record (codec, stored size) gets its record corrected.

@@ -1,6 +1,6 @@
 import SystemPackage
 
-extension CacheEngine {
+extension CacheState {
     // MARK: Journal compaction
 
     /// Records in the journal that no longer describe a live entry.

@@ -1,6 +1,6 @@
 import SystemPackage
 
-extension CacheEngine {
+extension CacheState {
     // MARK: Pack garbage collection
 
     /// Dead bytes in pack segments: space taken by records no entry refers to.

@@ -1,6 +1,6 @@
 import SystemPackage
 
-extension CacheEngine {
+extension CacheState {
     /// `DIR/index` mapped, when its header says it reflects a prefix of the journal whose salt
     /// is `journalSalt` and size `journalSize`; otherwise `nil`, and a snapshot that cannot be
     /// used is deleted (so that a journal growing past it later cannot make it look current).

@@ -1,4 +1,4 @@
-extension CacheEngine {
+extension CacheState {
     /// Seals everything under `newCipher` (docs/RELIABILITY.md, "Rekeying"): every blob is read
     /// under the current key (or none), written again as a new blob (its id is keyed, so its
     /// name changes) and made durable; then a new journal sealed under the new key, naming only
@@ -54,8 +54,8 @@ extension CacheEngine {
                 return nil
             }
             // A content-addressed entry's key is its id.
-            if record.key == Self.contentAddressedKeyPrefix + record.blob.id.hex {
-                record.key = Self.contentAddressedKeyPrefix + info.id.hex
+            if record.key == BlobCache.contentAddressedKeyPrefix + record.blob.id.hex {
+                record.key = BlobCache.contentAddressedKeyPrefix + info.id.hex
             }
             record.blob = info
             return .set(record)

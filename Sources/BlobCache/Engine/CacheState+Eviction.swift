@@ -1,0 +1,68 @@
+/// Removing entries: one at a time, and eviction down to the limits and the namespaces' caps.
+extension CacheState {
+    /// Drops one entry, journaling why; its blob goes at the end of the operation if that was
+    /// its last reference.
+    func remove(slot: Int32, reason: RemovalReason) {
+        index.withKeyBytes(at: slot) { journal.appendRemove(keyBytes: $0, reason: reason) }
+        if recordsChanges { madeChanges.append(.removed(key: index.key(at: slot), reason: reason)) }
+        switch reason {
+        case .evicted:
+            counters.evictions += 1
+            if telemetry.metrics != nil { telemetry.evicted(key: index.key(at: slot)) }
+        case .expired: counters.expirations += 1
+        case .explicit, .damaged, .cleared: break
+        }
+        release(index.remove(slot: slot))
+    }
+
+    /// Evicts least recently used unpinned entries until the totals are within the limits.
+    func evictToLimits() {
+        while isOverLimits, index.oldest >= 0 {
+            remove(slot: index.oldest, reason: .evicted)
+        }
+        if !namespaceLimits.isEmpty { evictToNamespaceLimits() }
+    }
+
+    /// Evicts each capped namespace's least recently used unpinned entries until it is within
+    /// its cap: one walk of the LRU list from the oldest end.
+    private func evictToNamespaceLimits() {
+        namespacesOverPinned = namespacesOverPinned.filter { storedBytesOverCap(of: $0.key) != nil }
+        var over = Set(namespaceLimits.keys.filter(isOverLimit))
+        var cursor = index.oldest
+        while !over.isEmpty, cursor >= 0 {
+            let next = index.entry(at: cursor).newer
+            if let prefix = index.withKeyBytes(at: cursor, NamespaceKey.prefix(ofRaw:)), over.contains(prefix) {
+                remove(slot: cursor, reason: .evicted)
+                if storedBytesOverCap(of: prefix) == nil { over.remove(prefix) }
+            }
+            cursor = next
+        }
+        for prefix in over { namespacesOverPinned[prefix] = storedBytesOverCap(of: prefix) }
+    }
+
+    /// The bytes the namespace with `prefix` holds when they exceed the cap this open set for it.
+    private func storedBytesOverCap(of prefix: [UInt8]) -> Int? {
+        guard let max = namespaceLimits[prefix], let stored = index.namespaces.usage[prefix]?.storedBytes, stored > max else {
+            return nil
+        }
+        return stored
+    }
+
+    /// Whether the namespace with `prefix` holds more than its cap and eviction may help.
+    private func isOverLimit(_ prefix: [UInt8]) -> Bool {
+        guard let stored = storedBytesOverCap(of: prefix) else { return false }
+        return namespacesOverPinned[prefix] != stored
+    }
+
+    var isOverLimits: Bool {
+        if let max = limits.maxStoredBytes, index.storedBytes > max { return true }
+        if let max = limits.maxEntries, index.entryCount > max { return true }
+        return false
+    }
+
+    /// Whether a namespace holds more than the cap this open set for it.
+    /// (The empty check first: it keeps the hot path free of the closure the search makes.)
+    var isOverNamespaceLimits: Bool {
+        !namespaceLimits.isEmpty && namespaceLimits.keys.contains(where: isOverLimit)
+    }
+}

@@ -1,0 +1,183 @@
+import Synchronization
+
+/// The engine of one open cache: its state (`CacheState`), shared with the directory's other
+/// opens (`DirectorySharing`), behind the in-process lock. The facade asks it for whole
+/// operations (a set, a get, a close, maintenance); each is built on two entry points: `read`,
+/// which hands its body a `CacheReader` that cannot write, and `write`, which hands it a
+/// `CacheWriter`, holding the flock, and ends it through the commit path.
+///
+///     let engine = try Engine(files: files, io: io, lock: lock, configuration: configuration, telemetry: telemetry)
+///     let id = try engine.set(raw, key: "k", expiry: .never, pinned: false)
+final class Engine: Sendable {
+    /// The open's state and its sharing, behind the lock every operation takes; `nil` once closed.
+    private let guarded: Locked<DirectorySharing?>
+    /// Held by whoever runs maintenance (pack collection, journal rewrite) or an operation that
+    /// must not overlap one (compact, close); taken before the engine's lock, never while
+    /// holding it. Counts the maintenance runs.
+    let maintenanceGate = Locked(0)
+    /// `DIR/lock`: its flock is held for each operation that writes, and by maintenance for
+    /// all its steps (other processes' writers wait meanwhile; this one's threads go on).
+    let directoryLock: DirectoryLock
+    /// Hashing, encoding, staging and reading: the work done outside the lock.
+    let pipeline: BlobPipeline
+    /// The consumers of `BlobCache.changes(forKeysWithPrefix:)`.
+    let changeHub: ChangeHub
+    /// Logger and metrics.
+    let telemetry: Telemetry
+    /// What opening the cache found and repaired.
+    let openReport: BlobCache.OpenReport
+    /// The statistics at the close, for `statistics()` after it.
+    let finalStatistics = Locked(BlobCache.Statistics(sinceOpen: BlobCache.Counters(), lifetime: BlobCache.Counters()))
+    /// Whether a get may still find the restore deferred (`CacheState.readBeforeRestore`):
+    /// cleared by the first get that finds it done, so later gets take the lock once.
+    let mayReadBeforeRestore: Atomic<Bool>
+    /// Whether values read from disk are offered to the memory tier.
+    let remembersValues: Bool
+    /// The directory as the user named it (for messages).
+    let directory: String
+
+    /// Opens the cache state in `files` under `lock`'s flock (taken here), with the limits
+    /// saved in the directory where `configuration` sets none.
+    init(directory: String, files: CacheFiles, io: FileIO, lock: DirectoryLock, configuration: BlobCache.Configuration,
+         telemetry: Telemetry) throws {
+        let changeHub = ChangeHub()
+        let (sharing, report) = try lock.withExclusive {
+            let alone = lock.isAlone
+            lock.joinOpens()
+            let crashed = lock.markOpen(alone: alone)
+            let saved = try BlobCache.defaultLimits(in: files, io: io)
+            let limits = BlobCache.Limits(maxStoredBytes: configuration.maxStoredBytes ?? saved.maxStoredBytes,
+                                          maxEntries: configuration.maxEntries ?? saved.maxEntries)
+            return try DirectorySharing.open(files: files, io: io, configuration: configuration, limits: limits, lock: lock,
+                                             alone: alone, previousHolderCrashed: crashed, changeHub: changeHub,
+                                             telemetry: telemetry)
+        }
+        guarded = Locked(sharing)
+        directoryLock = lock
+        pipeline = sharing.state.pipeline
+        self.changeHub = changeHub
+        self.telemetry = telemetry
+        openReport = report
+        mayReadBeforeRestore = Atomic(sharing.state.pendingRestore != nil)
+        remembersValues = configuration.memoryLimit > 0
+        self.directory = directory
+    }
+
+    /// Fails with `wrongEncryptionKey` (or `encrypted`) when the journal in `files` was written
+    /// under another key than `configuration`'s: before the lock file or anything else is touched.
+    static func checkKey(of configuration: BlobCache.Configuration, against files: CacheFiles, io: FileIO) throws {
+        try JournalFile.peekHeader(files: files, io: io)?
+            .requireKey(configuration.encryption.map(CacheCipher.init), cache: files.root.string)
+    }
+
+    // MARK: The two entry points
+
+    /// What a read needs first.
+    enum ReadScope {
+        /// The index restored and caught up with every other open's committed records.
+        case caughtUp
+        /// This open's own memory, settings and counters: no restore, no catch-up.
+        case thisOpen
+    }
+
+    /// Runs `body` with read access under the engine's lock: without the flock when no other
+    /// open changed anything (or only appended records, replayed here), else caught up under
+    /// it. A `.write` from `body` runs with a `CacheWriter` in the same hold of the lock, and
+    /// is followed, as any write is, by the maintenance it made due.
+    ///
+    ///     let keys = try engine.read { .answer($0.keys()) }
+    func read<T>(_ scope: ReadScope = .caughtUp, _ body: (CacheReader) throws -> Reading<T>) throws -> T {
+        var due: CacheState.Maintenance?
+        /// Runs a read's writing part through the commit path.
+        func write(_ writing: (CacheWriter) throws -> T, with writer: CacheWriter) throws -> T {
+            defer { due = writer.state.maintenanceDue(reader: false) }
+            return try writer.commit { try writing(writer) }
+        }
+        let value = try withOpenSharing { sharing in
+            if scope == .caughtUp { try sharing.finishRestoring() }
+            if scope == .thisOpen || sharing.mayReadWithoutFlock {
+                switch try body(CacheReader(sharing.state, deferringAccessesTo: sharing)) {
+                case .answer(let value): return value
+                case .write(let writing): return try sharing.underFlock { try write(writing, with: $0) }
+                }
+            }
+            return try sharing.underFlock { writer in
+                switch try body(writer.reader) {
+                case .answer(let value):
+                    // What the reader journaled (accesses) is written as any operation's records are.
+                    try writer.state.commitPending()
+                    return value
+                case .write(let writing): return try write(writing, with: writer)
+                }
+            }
+        }
+        if due != nil { maintain(reader: false) }
+        return value
+    }
+
+    /// Runs `body` with write access: under the engine's lock and the flock, caught up with
+    /// other opens first, and through the commit path; then, with the lock released, the
+    /// maintenance it made due.
+    ///
+    ///     try engine.write { try $0.removeAll(includingPinned: false) }
+    func write<T>(_ body: (CacheWriter) throws -> T) throws -> T {
+        let (value, due) = try withOpenSharing { sharing in
+            try sharing.underFlock { writer in (try writer.commit { try body(writer) }, writer.state.maintenanceDue(reader: false)) }
+        }
+        if due != nil { maintain(reader: false) }
+        return value
+    }
+
+    /// Runs `body` on the open engine under its lock, publishing the changes it made before
+    /// the lock goes (so consumers get them in the order they were made).
+    private func withOpenSharing<T>(_ body: (DirectorySharing) throws -> T) throws -> T {
+        try guarded.withLock { sharing in
+            guard let sharing else { throw BlobCacheError.closed }
+            if let failure = sharing.state.journal.failure { throw failure }
+            defer { if !sharing.state.madeChanges.isEmpty { publishChanges(of: sharing.state) } }
+            return try body(sharing)
+        }
+    }
+
+    private func publishChanges(of state: CacheState) {
+        changeHub.publish(state.madeChanges)
+        state.madeChanges.removeAll()
+    }
+
+    /// Runs an open's last steps (`body`) under the lock, leaving the engine closed: whatever
+    /// happens, or `onlyIfItSucceeds`; `nil` when it was closed already.
+    func closing<T>(onlyIfItSucceeds: Bool = false, _ body: (DirectorySharing) throws -> T) rethrows -> T? {
+        try guarded.withLock { sharing in
+            guard let open = sharing else { return nil }
+            if !onlyIfItSucceeds { sharing = nil }
+            defer { if !open.state.madeChanges.isEmpty { publishChanges(of: open.state) } }
+            let result = try body(open)
+            sharing = nil
+            return result
+        }
+    }
+
+    /// Runs `body` with this open's state when the engine's lock is free now and the engine
+    /// open (`nil` otherwise, without waiting): the memory tier's fast path.
+    func ifAvailable<T>(_ body: (DirectorySharing) -> T?) -> T? {
+        guarded.withLockIfAvailable { sharing in
+            guard let sharing, sharing.state.journal.failure == nil else { return nil }
+            return body(sharing)
+        } ?? nil
+    }
+
+    /// Whether the engine was closed.
+    var isClosed: Bool { guarded.withLock { $0 == nil } }
+
+    /// This open's counts and the lifetime ones (also after a failed journal write); `nil`
+    /// once closed (`finalStatistics` then has those at the close).
+    var statisticsIfOpen: BlobCache.Statistics? { guarded.withLock { $0?.state.statistics } }
+
+    #if BLOBCACHE_TESTING
+    /// Runs `body` with this open's sharing (`nil` once closed) under the engine's lock, or
+    /// returns `nil` at once when another thread holds it (`waiting` false): for tests.
+    func inspect<T>(waiting: Bool = true, _ body: (DirectorySharing?) -> T) -> T? {
+        waiting ? guarded.withLock { body($0) } : guarded.withLockIfAvailable { body($0) }
+    }
+    #endif
+}
