@@ -31,7 +31,7 @@ extension CacheState {
     @discardableResult
     func setNew(key: String, blob prepared: PreparedBlob, value: UnsafeRawBufferPointer, staged: StagedLooseBlob?,
                 expiryRule: Expiry, pinned: Bool, remembering: Bool = false) throws -> Bool {
-        if try setExisting(key: key, id: prepared.id, value: value, expiryRule: expiryRule, pinned: pinned,
+        if index.blob(prepared.id) != nil, try setExisting(key: key, id: prepared.id, value: value, expiryRule: expiryRule, pinned: pinned,
                            remembering: remembering) { return false }
         var info = prepared.info
         try checkRoom(for: info, key: key)
@@ -52,7 +52,7 @@ extension CacheState {
         let time = now()
         let record = EntryRecord(key: key, blob: blob, pinned: pinned, created: time,
                                  expiry: expiryRule.deadline(from: time), access: time)
-        release(index.upsert(record, orderJournaled: true))
+        if let replaced = index.upsert(record, orderJournaled: true) { release(replaced) }
         journal.append(.set(record))
         counters.sets += 1
         // Whatever was pinned over a namespace's cap may not be now: let eviction look again.

@@ -128,8 +128,9 @@ final class DirectorySharing: @unchecked Sendable {
     }
 
     /// Runs `body` holding the flock, caught up with other opens first. The sequence is odd
-    /// while it runs (a read elsewhere then takes the flock and waits) and ends 2 higher when
-    /// the journal changed, so every other open catches up at its next operation. Pending
+    /// while it runs (a read elsewhere then takes the flock and waits; a writer that dies
+    /// inside leaves it odd) and ends 2 higher when the journal or the store changed, or the
+    /// catch-up cut the journal, so every other open catches up at its next operation. Pending
     /// records are written before the flock goes: none may outlive it (another open appends next).
     /// `keepingDeferredRestore`: a deferred restore (`pendingRestore`) stays deferred when no
     /// other open changed anything (the catch-up then needs no index), for a `body` that does
@@ -137,23 +138,10 @@ final class DirectorySharing: @unchecked Sendable {
     func underFlock<T>(keepingDeferredRestore: Bool = false, _ body: (CacheWriter) throws -> T) throws -> T {
         try lock.hold()
         defer { lock.release() }
-        if state.pendingRestore != nil, !keepingDeferredRestore || sequence.value != checkedSequence || checkedSequence == nil {
-            try finishRestoring()
-        }
-        let catchUpCut = try catchUp()
-        return try changingFiles(cut: catchUpCut) {
-            let writer = CacheWriter(state)
-            try writePendingAccesses()
-            // (Kept for the next operation if it fails: this one goes on.)
-            if state.pendingOpenChecks { try? writer.commit { try state.finishOpenChecks() } }
-            return try body(writer)
-        }
-    }
-
-    /// Runs `body`, which may change the directory's files, with the sequence odd, and moves it
-    /// on when the journal or the store changed (or `cut`: the catch-up cut the journal). The
-    /// caller holds the flock. Whatever `body` left pending is written before it returns.
-    func changingFiles<T>(cut: Bool = false, _ body: () throws -> T) throws -> T {
+        let changed = sequence.value != checkedSequence
+        if state.pendingRestore != nil, !keepingDeferredRestore || changed { try finishRestoring() }
+        // Nobody wrote since this open's last operation under the flock: nothing to catch up with.
+        let cut = changed ? try catchUp() : false
         let journal = state.journal, store = state.store
         let before = (file: ObjectIdentifier(journal.file), size: journal.size)
         sequence.store(appliedSequence + 1)
@@ -171,23 +159,26 @@ final class DirectorySharing: @unchecked Sendable {
             sequence.store(appliedSequence)
             checkedSequence = failed ? nil : appliedSequence
         }
-        let result = Result { try body() }
+        let writer = CacheWriter(state)
+        if !pendingAccesses.isEmpty { writePendingAccesses() }
+        // (Kept for the next operation if it fails: this one goes on.)
+        if state.pendingOpenChecks { try? writer.commit { try state.finishOpenChecks() } }
+        let result = Result { try body(writer) }
         if state.journal.hasPending && state.journal.failure == nil { try state.journal.flush() }
         return try result.get()
     }
 
     /// Brings the index up to date with the journal: replays the records appended since this
     /// open's end, or reloads a journal another open rewrote. Called holding the flock, before
-    /// anything is written. Unless the sequence still holds the value this open left at its
+    /// anything is written, unless the sequence still holds the value this open left at its
     /// last operation under the flock (`checkedSequence`: nothing changed since, as every
-    /// writer moves it and a killed one leaves it odd), the journal and the active segment are
+    /// writer moves it and a killed one leaves it odd). The journal and the active segment are
     /// checked with `fstat` (a catch-up without the flock does not check the active segment),
     /// so appends always go at the files' true ends.
     /// Returns whether it cut the journal (a dead writer's tail, or damage found reloading):
     /// a change other opens must see, whatever the operation then does.
     private func catchUp() throws -> Bool {
         let value = sequence.value
-        if value == checkedSequence { return false }   // nobody wrote since this open's last operation
         checkedSequence = nil
         let journal = state.journal
         let status: stat
@@ -211,8 +202,7 @@ final class DirectorySharing: @unchecked Sendable {
     /// Journals the accesses reads without the flock left pending, oldest first, each only
     /// when no newer access (by another open) is known. The entries stay where the reads put
     /// them (one whose access a reload lost is used again now). Called holding the flock.
-    private func writePendingAccesses() throws {
-        guard !pendingAccesses.isEmpty else { return }
+    private func writePendingAccesses() {
         let accesses = pendingAccesses.sorted { $0.value < $1.value }
         pendingAccesses.removeAll()
         for (exact, time) in accesses { state.journalAccess(key: exact.key, time: time) }

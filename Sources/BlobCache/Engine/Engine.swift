@@ -94,7 +94,7 @@ final class Engine: Sendable {
             return try writer.commit { try writing(writer) }
         }
         let value = try withOpenSharing { sharing in
-            if scope == .caughtUp { try sharing.finishRestoring() }
+            if scope == .caughtUp, sharing.state.pendingRestore != nil { try sharing.finishRestoring() }
             if scope == .thisOpen || sharing.mayReadWithoutFlock {
                 switch try body(CacheReader(sharing.state, deferringAccessesTo: sharing)) {
                 case .answer(let value): return value
