@@ -95,6 +95,7 @@ extension BlobCache {
         let start = telemetry.startTime
         defer { telemetry.finished(set: false, key: key, since: start) }
         switch try engine.openValue(forKey: key) {
+        case .gone: return nil
         case .miss:
             guard remote != nil, let value = try remoteValue(forRawKey: key) else { return nil }
             return ValueReader(cache: self, read: .whole(value), info: nil, releases: 0)

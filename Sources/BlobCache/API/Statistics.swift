@@ -30,12 +30,15 @@ extension BlobCache {
     ///     print("hit ratio \(stats.hitRatio), \(stats.memoryHits) from memory")
     public func statistics() -> Statistics {
         let remote = remote?.counters ?? RemoteCounters()
-        var statistics = engine.finalStatistics.withLock { $0 }
+        // Open first: the close keeps its figures before it leaves the engine closed.
+        var statistics: Statistics
         if let open = engine.statisticsIfOpen {
             statistics = open
             // Taken into the engine's counts at the close (`Engine.close`), to be saved.
             statistics.sinceOpen.remoteRejections = remote.rejected
             statistics.lifetime.remoteRejections.addSaturating(remote.rejected)
+        } else {
+            statistics = engine.finalStatistics.withLock { $0 }
         }
         statistics.remote = remote
         return statistics
@@ -49,7 +52,7 @@ extension BlobCache {
     ///
     ///     try cache.resetStatistics()
     public func resetStatistics() throws {
-        try engine.write { writer in
+        try engine.write(committing: false) { writer in
             try writer.resetCounters()
             remote?.resetCounters()
         }

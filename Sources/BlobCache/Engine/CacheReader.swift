@@ -133,9 +133,6 @@ struct CacheReader {
         state.memory.insert(value, for: id)
     }
 
-    /// Empties the memory tier.
-    func forgetRememberedValues() { state.memory.removeAll() }
-
     /// This open's counts and the lifetime ones.
     var statistics: BlobCache.Statistics { state.statistics }
 

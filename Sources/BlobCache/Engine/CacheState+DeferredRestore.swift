@@ -137,11 +137,10 @@ extension CacheState {
     /// Restores the deferred index: the snapshot checked whole, the tail applied, then the
     /// recency of the reads made before. A snapshot that fails its checks is deleted and the
     /// journal replayed up to where the open left it; when that does not replay cleanly
-    /// either, the cache stops (`needsReopen`: the next open recovers the journal). Returns
-    /// the reads made before whose accesses are due for the journal, for the caller to keep.
-    @discardableResult
-    func finishRestoring() throws -> [(key: String, time: Int64)] {
-        guard let pending = pendingRestore else { return [] }
+    /// either, the cache stops (`needsReopen`: the next open recovers the journal). The reads
+    /// made before whose accesses are due for the journal wait in `readsDueForJournal`.
+    func finishRestoring() throws {
+        guard let pending = pendingRestore else { return }
         pendingRestore = nil
         var due: [(key: String, time: Int64)] = []
         do { restoredIndex = try restoredIndex(of: pending, due: &due) } catch {
@@ -149,7 +148,7 @@ extension CacheState {
             if journal.failure == nil { journal.abandon(because: error) }
             throw error
         }
-        return due
+        readsDueForJournal += due
     }
 
     private func restoredIndex(of pending: PendingRestore, due: inout [(key: String, time: Int64)]) throws -> CacheIndex {

@@ -108,7 +108,9 @@ extension CacheState {
     /// Remembers a rewrite that failed: none is tried again until the journal grows by
     /// another slack.
     func noteFailedJournalRewrite() {
+        #if BLOBCACHE_TESTING
         maintenanceFailures += 1
+        #endif
         journalCompactionBackoff = journal.size + Int64(journalSlack)
     }
 }

@@ -210,6 +210,8 @@ extension CacheState {
             store.releaseReservation(number)
         }
         packCollectionBackoff = deadPackBytes + packGarbageAllowance / 2
+        #if BLOBCACHE_TESTING
         maintenanceFailures += 1
+        #endif
     }
 }

@@ -30,6 +30,9 @@ final class CacheState: @unchecked Sendable {
     var restoredIndex = CacheIndex()
     /// The snapshot an open mapped but has not restored yet (`CacheState+DeferredRestore`).
     var pendingRestore: PendingRestore?
+    /// Reads made before a deferred restore whose accesses are due for the journal: taken by
+    /// the directory's sharing, which journals them at its next operation under the flock.
+    var readsDueForJournal: [(key: String, time: Int64)] = []
     /// A deferred restore fell back to replaying the journal: the open's checks (entries past
     /// the newest segment's end, expired entries) run at the next operation under the flock.
     var pendingOpenChecks = false

@@ -96,8 +96,15 @@ final class DirectorySharing: @unchecked Sendable {
     /// Restores a deferred index (`CacheState+DeferredRestore`), keeping the accesses of the
     /// reads made before it for the journal.
     func finishRestoring() throws {
-        guard state.pendingRestore != nil else { return }
-        for (key, time) in try state.finishRestoring() { deferAccess(key: key, time: time) }
+        try state.finishRestoring()
+        takeReadsDueForJournal()
+    }
+
+    /// Keeps the accesses of reads made before a restore for the journal (a restore the index's
+    /// backstop made leaves them too: `CacheState.restoreNow`).
+    private func takeReadsDueForJournal() {
+        for (key, time) in state.readsDueForJournal { deferAccess(key: key, time: time) }
+        state.readsDueForJournal.removeAll()
     }
 
     /// Brings the index up to date without the flock when other opens only appended records:
@@ -160,6 +167,7 @@ final class DirectorySharing: @unchecked Sendable {
             checkedSequence = failed ? nil : appliedSequence
         }
         let writer = CacheWriter(state)
+        if !state.readsDueForJournal.isEmpty { takeReadsDueForJournal() }
         if !pendingAccesses.isEmpty { writePendingAccesses() }
         // (Kept for the next operation if it fails: this one goes on.)
         if state.pendingOpenChecks { try? writer.commit { try state.finishOpenChecks() } }

@@ -29,14 +29,7 @@ extension Engine {
             case .needsIndex: break
             }
         }
-        let (ticket, due) = try read { reader -> Reading<(CacheState.ReadTicket?, CacheState.Maintenance?)> in
-            guard case .answer(let ticket) = try reader.beginRead(key: key) else {
-                return .write { writer in (try writer.beginRead(key: key), writer.state.maintenanceDue(reader: true)) }
-            }
-            return .answer((ticket, reader.maintenanceDue))
-        }
-        if due != nil { maintain(reader: true) }
-        return ticket
+        return try read(then: .getMaintenance) { try $0.beginRead(key: key) }
     }
 
     /// The bytes `ticket` points at, read and checked outside the lock.

@@ -6,11 +6,13 @@
 extension Engine {
     /// Runs what is due, unless another thread is already running maintenance (it looks
     /// again when it is done). A failure is not the operation's: the operation had committed.
+    /// A thread that holds the gate itself (`compact`, or a maintenance step's own `write`)
+    /// finds it taken too, and runs nothing more: the try-lock is what keeps this from nesting.
     func maintain(reader: Bool) {
         _ = maintenanceGate.withLockIfAvailable { runs in
             // One open at a time collects or rewrites (the others go on and find it done).
             directoryLock.ifNoOtherMaintenance {
-                var due = try? write { $0.state.maintenanceDue(reader: reader) }
+                var due = try? write(committing: false) { $0.state.maintenanceDue(reader: reader) }
                 // Each run makes progress or backs off; the bound is for safety.
                 for _ in 0..<8 {
                     guard let task = due else { return }
@@ -30,7 +32,7 @@ extension Engine {
                     }
                     guard ran == true else { return }
                     runs += 1
-                    due = try? write { $0.state.maintenanceDue(reader: reader) }
+                    due = try? write(committing: false) { $0.state.maintenanceDue(reader: reader) }
                 }
             }
         }
@@ -42,7 +44,7 @@ extension Engine {
     /// The caller holds `maintenanceGate`.
     @discardableResult
     func collectPackGarbage(minimumDeadFraction: Double, downToHalfAllowance: Bool) throws -> Bool {
-        guard let plan = try write({ writer in
+        guard let plan = try write(committing: false, { writer in
             try writer.state.planPackCollection(minimumDeadFraction: minimumDeadFraction,
                                                 downTo: downToHalfAllowance ? writer.state.packGarbageAllowance / 2 : 0)
         }) else { return false }
@@ -63,10 +65,10 @@ extension Engine {
                 stopJournal(journal, because: error)
                 throw error
             }
-            try write { $0.state.finish(plan) }
+            try write(committing: false) { $0.state.finish(plan) }
             return true
         } catch {
-            try? write { $0.state.abandon(plan) }
+            try? write(committing: false) { $0.state.abandon(plan) }
             throw error
         }
     }
@@ -77,14 +79,14 @@ extension Engine {
     /// on meanwhile). Returns whether it was written. The caller holds `maintenanceGate` and
     /// the flock.
     func writeCheckpoint(onlyIfDue: Bool = true) throws -> Bool {
-        guard let checkpoint = try write({ try $0.state.beginCheckpoint(onlyIfDue: onlyIfDue) }) else { return false }
+        guard let checkpoint = try write(committing: false, { try $0.state.beginCheckpoint(onlyIfDue: onlyIfDue) }) else { return false }
         do { try checkpoint.journalFile.sync() } catch {
             stopJournal(checkpoint.journalFile, because: error)
             throw error
         }
         let firstPage = try? checkpoint.write()
         do {
-            try write { $0.state.finishCheckpoint(checkpoint, written: firstPage != nil) }
+            try write(committing: false) { $0.state.finishCheckpoint(checkpoint, written: firstPage != nil) }
         } catch {
             // The journal failed meanwhile: say, a writeback error that this fsync and another
             // thread's (under the lock) both covered, reported to that one alone. The snapshot
@@ -100,17 +102,17 @@ extension Engine {
     /// The caller holds `maintenanceGate`.
     @discardableResult
     func rewriteJournal() throws -> Bool {
-        let rewrite = try write { try $0.state.beginJournalRewrite() }
+        let rewrite = try write(committing: false) { try $0.state.beginJournalRewrite() }
         let replacement: JournalFile.Replacement
         let synchronous: Bool
         do {
             replacement = try rewrite.prepare()
-            synchronous = try write { writer in
+            synchronous = try write(committing: false) { writer in
                 try writer.state.finishJournalRewrite(rewrite, replacement: replacement)
                 return writer.state.journal.synchronous
             }
         } catch {
-            try? write { $0.state.noteFailedJournalRewrite() }
+            try? write(committing: false) { $0.state.noteFailedJournalRewrite() }
             throw error
         }
         // Installed: in .processCrashSafe mode its last records and its name are fsynced here,
@@ -128,7 +130,7 @@ extension Engine {
     /// still the journal: pages that failed to reach the disk may be dropped and marked clean,
     /// so nothing written to it can be trusted to be durable any more.
     private func stopJournal(_ file: OpenFile, because error: any Error) {
-        try? write { writer in
+        try? write(committing: false) { writer in
             if writer.state.journal.file === file { writer.state.journal.abandon(because: error) }
         }
     }

@@ -1,11 +1,6 @@
 /// The memory tier's operations: values offered after a read from disk, and answered at once
 /// when the tier holds them (`Configuration.memoryLimit`).
 extension Engine {
-    /// Empties the memory tier; the disk tier is untouched.
-    func purgeMemory() {
-        _ = try? read(.thisOpen) { .answer($0.forgetRememberedValues()) }
-    }
-
     /// Offers a value read from disk under a ticket taken at `releases` to the memory tier.
     func remember(_ value: [UInt8], id: BlobID, releases: UInt64) {
         _ = try? read(.thisOpen) { .answer($0.remember(value, id: id, releases: releases)) }

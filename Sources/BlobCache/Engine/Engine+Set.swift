@@ -29,7 +29,7 @@ extension Engine {
         }
         // Looked up without the flock first: a new value (the common case) takes it once.
         let limit: Int?
-        switch try read(.caughtUp, { reader -> Reading<Deduplication> in
+        switch try read(.caughtUp, then: .writeMaintenanceIfItWrote, { reader -> Reading<Deduplication> in
             guard reader.holdsBlob(id) || ifAbsent && reader.holds(key) else { return .answer(.new(limit: reader.maxStoredBytes)) }
             return .write { writer in
                 if try ifAbsent && writer.state.holds(key)

@@ -18,6 +18,9 @@ extension Engine {
     enum OpenedValue {
         /// The key holds nothing.
         case miss
+        /// The key's value went (removed, evicted, expired) between the ticket and the open:
+        /// nothing to read, and nothing to ask the remote tier for.
+        case gone
         /// The memory tier held the value whole.
         case whole([UInt8], BlobInfo)
         /// The value's blob, open for reading in checked chunks; `releases` as of its opening.
@@ -36,7 +39,7 @@ extension Engine {
         }
         let reopened = try write { writer -> Result<OpenedValue, BlobCacheError> in
             let state = writer.state
-            guard let (info, location) = try state.currentBlob(forKey: key) else { return .success(.miss) }
+            guard let (info, location) = try state.currentBlob(forKey: key) else { return .success(.gone) }
             switch try pipeline.openChunks(info, at: location) {
             case .success(let read): return .success(.chunks(read, info, releases: state.releases))
             case .failure(let damage): return .failure(state.streamedReadFailed(info, releases: state.releases, file: nil, damage: damage))

@@ -80,24 +80,45 @@ final class Engine: Sendable {
         case thisOpen
     }
 
+    /// The maintenance a read runs after it, with the lock released (`maintain`).
+    enum AfterRead {
+        /// None: a query.
+        case nothing
+        /// A get's: a journal rewrite when due twice over, never a pack collection or a
+        /// checkpoint (`CacheState.maintenanceDue(reader: true)`), whether or not it wrote.
+        case getMaintenance
+        /// A write's, when the read had to write (a set that found its value stored).
+        case writeMaintenanceIfItWrote
+    }
+
     /// Runs `body` with read access under the engine's lock: without the flock when no other
     /// open changed anything (or only appended records, replayed here), else caught up under
-    /// it. A `.write` from `body` runs with a `CacheWriter` in the same hold of the lock, and
-    /// is followed, as any write is, by the maintenance it made due.
+    /// it. A `.write` from `body` runs with a `CacheWriter` in the same hold of the lock.
     ///
     ///     let keys = try engine.read { .answer($0.keys()) }
-    func read<T>(_ scope: ReadScope = .caughtUp, _ body: (CacheReader) throws -> Reading<T>) throws -> T {
+    func read<T>(_ scope: ReadScope = .caughtUp, then after: AfterRead = .nothing,
+                 _ body: (CacheReader) throws -> Reading<T>) throws -> T {
         var due: CacheState.Maintenance?
+        /// Notes what is due after the read, as `after` asks.
+        func noteMaintenance(of state: CacheState, wrote: Bool) {
+            switch after {
+            case .nothing: break
+            case .getMaintenance: due = state.maintenanceDue(reader: true)
+            case .writeMaintenanceIfItWrote: if wrote { due = state.maintenanceDue(reader: false) }
+            }
+        }
         /// Runs a read's writing part through the commit path.
         func write(_ writing: (CacheWriter) throws -> T, with writer: CacheWriter) throws -> T {
-            defer { due = writer.state.maintenanceDue(reader: false) }
+            defer { noteMaintenance(of: writer.state, wrote: true) }
             return try writer.commit { try writing(writer) }
         }
         let value = try withOpenSharing { sharing in
             if scope == .caughtUp, sharing.state.pendingRestore != nil { try sharing.finishRestoring() }
             if scope == .thisOpen || sharing.mayReadWithoutFlock {
                 switch try body(CacheReader(sharing.state, deferringAccessesTo: sharing)) {
-                case .answer(let value): return value
+                case .answer(let value):
+                    noteMaintenance(of: sharing.state, wrote: false)
+                    return value
                 case .write(let writing): return try sharing.underFlock { try write(writing, with: $0) }
                 }
             }
@@ -106,23 +127,28 @@ final class Engine: Sendable {
                 case .answer(let value):
                     // What the reader journaled (accesses) is written as any operation's records are.
                     try writer.state.commitPending()
+                    noteMaintenance(of: writer.state, wrote: false)
                     return value
                 case .write(let writing): return try write(writing, with: writer)
                 }
             }
         }
-        if due != nil { maintain(reader: false) }
+        if due != nil { maintain(reader: after == .getMaintenance) }
         return value
     }
 
     /// Runs `body` with write access: under the engine's lock and the flock, caught up with
     /// other opens first, and through the commit path; then, with the lock released, the
-    /// maintenance it made due.
+    /// maintenance it made due. Not `committing`: a step of maintenance, or a change of this
+    /// open's own state, that neither evicts nor deletes anything and is followed by no
+    /// maintenance (records it appends are still written before the flock goes).
     ///
-    ///     try engine.write { try $0.removeAll(includingPinned: false) }
-    func write<T>(_ body: (CacheWriter) throws -> T) throws -> T {
+    ///     try engine.write { $0.removeAll(includingPinned: false) }
+    func write<T>(committing: Bool = true, _ body: (CacheWriter) throws -> T) throws -> T {
         let (value, due) = try withOpenSharing { sharing in
-            try sharing.underFlock { writer in (try writer.commit { try body(writer) }, writer.state.maintenanceDue(reader: false)) }
+            try sharing.underFlock { writer in
+                committing ? (try writer.commit { try body(writer) }, writer.state.maintenanceDue(reader: false)) : (try body(writer), nil)
+            }
         }
         if due != nil { maintain(reader: false) }
         return value
@@ -164,6 +190,11 @@ final class Engine: Sendable {
             guard let sharing, sharing.state.journal.failure == nil else { return nil }
             return body(sharing)
         } ?? nil
+    }
+
+    /// Empties the memory tier, even after a failed journal write (memory, not the cache's files).
+    func purgeMemory() {
+        guarded.withLock { $0?.state.memory.removeAll() }
     }
 
     /// Whether the engine was closed.

@@ -40,7 +40,7 @@ extension BlobCache {
 
     /// A value larger than the local byte cap is neither fetched nor written back.
     private func maxValueBytes() throws -> Int? {
-        try engine.read { .answer($0.maxStoredBytes) }
+        try engine.read(.thisOpen) { .answer($0.maxStoredBytes) }
     }
 
     /// Writes a remote hit back locally. A failure there (a cap, a full disk) does not fail the
