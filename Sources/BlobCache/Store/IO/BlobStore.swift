@@ -121,39 +121,7 @@ final class BlobStore: @unchecked Sendable {
         return segment
     }
 
-    /// A human-readable location for reports.
-    func describe(_ info: BlobInfo) -> String {
-        switch info.place {
-        case .loose: files.loosePath(of: info.id).string
-        case .packed(let segment, let offset): files.segmentPath(segment).string + "@\(offset)"
-        }
-    }
-
     // MARK: Writing
-
-    /// Renames a staged blob to its name (under the lock, so it is ordered with deletions).
-    func publish(_ staged: StagedLooseBlob) throws {
-        if staged.isStagedOutsideItsShard {
-            // Staged elsewhere, no file kept its shard directories since the stage looked: the
-            // lock now keeps them, so look again (a link there would take the blob out of DIR).
-            try io.requireRealShardDirectories(staged.shards)
-        }
-        do {
-            try io.rename(staged.temporary, to: staged.final)
-        } catch BlobCacheError.io(_, _, .noSuchFileOrDirectory) where staged.isStagedOutsideItsShard {
-            // Deleting the last blob of its shard has removed the shard's directories since
-            // the stage made them. Nothing removes them while the lock is held.
-            try io.makeShardDirectories(staged.shards, durably: synchronous)
-            try io.requireRealShardDirectories(staged.shards)
-            try io.rename(staged.temporary, to: staged.final)
-        }
-        if synchronous {
-            try io.syncDirectory(staged.final.removingLastComponent())
-            // A rename between directories is durable only once both are: a streamed value is
-            // staged before its id (so its shard) is known.
-            if staged.isStagedOutsideItsShard { try io.syncDirectory(staged.temporary.removingLastComponent()) }
-        }
-    }
 
     /// Appends a packed blob's record to the newest segment, starting a new one when full.
     func append(_ blob: PreparedBlob) throws -> BlobPlace {
@@ -396,16 +364,7 @@ final class BlobStore: @unchecked Sendable {
         if io.status(files.segmentPath(number)) == nil { forget(number) }
     }
 
-    // MARK: Deleting (only from the engine's deferred list, after the journal allows it)
-
-    /// Deletes a loose blob file, and its shard directories when they are left empty (so that
-    /// a small cache does not keep hundreds of empty directories).
-    func deleteLoose(_ id: BlobID) throws {
-        let shards = files.shardDirectories(of: id)
-        guard try io.shardDirectoriesAreReal(shards) else { return }   // never unlink through a link
-        try io.remove(files.loosePath(of: id))
-        if io.removeDirectory(shards.lower) { io.removeDirectory(shards.upper) }
-    }
+    // MARK: Deleting segments (only from the engine's deferred list, after the journal allows it)
 
     /// Closes and deletes a segment none of whose records is live any more.
     func deleteSegment(_ number: UInt32) throws {
@@ -419,25 +378,5 @@ final class BlobStore: @unchecked Sendable {
             activeEnd = 0
         }
         try io.remove(files.segmentPath(number))
-    }
-
-    // MARK: Reading
-
-    /// What a reader needs to fetch a blob without holding the cache lock.
-    enum Location: Sendable {
-        case loose(CachePath)
-        /// In `segment` at `offset`; the segment had `writtenEnd` bytes when the read began.
-        case packed(PackSegment, offset: UInt64, writtenEnd: Int64)
-    }
-
-    /// Where to read `info` (opening its segment if needed); `nil` when its segment is gone.
-    func location(of info: BlobInfo) throws -> Location? {
-        switch info.place {
-        case .loose: return .loose(files.loosePath(of: info.id))
-        case .packed(let number, let offset):
-            guard let segment = try segment(number) else { return nil }
-            segment.prefetchRecord(at: offset)
-            return .packed(segment, offset: offset, writtenEnd: segmentSizes[number] ?? 0)
-        }
     }
 }
