@@ -117,13 +117,16 @@ struct CacheIndex {
         }
     }
 
+    // Those not private are internal only for the index's extensions in other files (key
+    // arena, LRU links, segment counts): nothing outside `CacheIndex` sets them.
+
     /// Seeds `KeyHash`; random per cache, kept by snapshots.
     let seed: UInt64
-    private(set) var entries = FlatArray<Entry>()
+    var entries = FlatArray<Entry>()
     private var freeEntries: [Int32] = []
-    private var keyArena = FlatArray<UInt8>()
+    var keyArena = FlatArray<UInt8>()
     /// Arena bytes of keys no live entry uses; the arena is compacted when they outweigh the rest.
-    private var deadKeyBytes = 0
+    var deadKeyBytes = 0
     private var keyTable = SlotTable()
     private(set) var blobs = FlatArray<Blob>()
     private var freeBlobs: [Int32] = []
@@ -310,14 +313,6 @@ struct CacheIndex {
         }
     }
 
-    /// Calls `body` with the UTF-8 bytes of the key of entry `slot`.
-    func withKeyBytes<Result>(at slot: Int32, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        let entry = entries[Int(slot)]
-        return keyArena.withUnsafeBytes {
-            body(UnsafeRawBufferPointer(rebasing: $0[Int(entry.keyOffset)..<Int(entry.keyOffset) + Int(entry.keyLength)]))
-        }
-    }
-
     var entryCount: Int { keyTable.count }
     var blobCount: Int { blobTable.count }
 
@@ -394,13 +389,6 @@ struct CacheIndex {
     }
 
     func entry(at slot: Int32) -> Entry { entries[Int(slot)] }
-
-    func key(at slot: Int32) -> String {
-        let entry = entries[Int(slot)]
-        return keyArena.withUnsafeBytes { arena in
-            String(decoding: arena[Int(entry.keyOffset)..<Int(entry.keyOffset) + Int(entry.keyLength)], as: UTF8.self)
-        }
-    }
 
     func blob(_ id: BlobID) -> Blob? { blobSlot(of: id).map { blobs[Int($0)] } }
     func blob(at slot: Int32) -> Blob { blobs[Int(slot)] }
@@ -630,40 +618,6 @@ struct CacheIndex {
         }
         entries.append(entry)
         return Int32(entries.count - 1)
-    }
-
-    /// Whether a new key of `length` bytes fits the arena's 4 GiB of offsets.
-    /// Bytes of the live entries' keys.
-    var liveKeyBytes: Int { keyArena.count - deadKeyBytes }
-
-    func hasRoom(forKeyOf length: Int) -> Bool { keyArena.count - deadKeyBytes + length <= Int(UInt32.max) }
-
-    private mutating func appendKey(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        if keyArena.count + bytes.count > Int(UInt32.max) { compactKeys() }
-        let offset = keyArena.count
-        precondition(offset + bytes.count <= Int(UInt32.max), "keys take more than 4 GiB")
-        keyArena.append(contentsOf: bytes)
-        return UInt32(offset)
-    }
-
-    private mutating func releaseKey(length: Int) {
-        deadKeyBytes += length
-        if deadKeyBytes > max(1 << 16, keyArena.count / 2) { compactKeys() }
-    }
-
-    /// Rewrites the arena with only live keys, in slot order.
-    private mutating func compactKeys() {
-        var arena = FlatArray<UInt8>()
-        arena.reserveCapacity(keyArena.count - deadKeyBytes)
-        keyArena.withUnsafeBytes { old in
-            for slot in entries.indices where entries[slot].blob >= 0 {
-                let start = Int(entries[slot].keyOffset)
-                entries[slot].keyOffset = UInt32(arena.count)
-                arena.append(contentsOf: UnsafeRawBufferPointer(rebasing: old[start..<start + Int(entries[slot].keyLength)]))
-            }
-        }
-        keyArena = arena
-        deadKeyBytes = 0
     }
 
     /// Counts one more reference to `info`'s blob, adding it when new; returns its slot.
