@@ -132,8 +132,8 @@ struct CacheIndex {
     private var freeBlobs: [Int32] = []
     private var blobTable = SlotTable()
     /// Least recently used unpinned entry, and most recently used.
-    private(set) var oldest: Int32 = -1
-    private(set) var newest: Int32 = -1
+    var oldest: Int32 = -1
+    var newest: Int32 = -1
 
     private(set) var logicalBytes = 0
     private(set) var storedBytes = 0
@@ -437,26 +437,6 @@ struct CacheIndex {
         for blob in blobs where blob.references > 0 { try body(blob) }
     }
 
-    /// Unpinned entries from least to most recently used.
-    func lruOrder() -> [Int32] {
-        var order: [Int32] = []
-        order.reserveCapacity(entryCount - pinnedEntries)
-        var cursor = oldest
-        while cursor >= 0 {
-            order.append(cursor)
-            cursor = entries[Int(cursor)].newer
-        }
-        return order
-    }
-
-    /// Every live slot: pinned entries first (oldest access first), then unpinned ones from
-    /// least to most recent.
-    func journalOrder() -> [Int32] {
-        var pinned = slots(where: \.pinned)
-        pinned.sort { entries[Int($0)].access < entries[Int($1)].access }
-        return pinned + lruOrder()
-    }
-
     // MARK: Changes
 
     /// Makes or replaces the entry for `record.key`, as most recently used.
@@ -521,52 +501,6 @@ struct CacheIndex {
         freeEntries.append(slot)
         if !keepingKey { releaseKey(length: Int(entry.keyLength)) }
         return release(blobSlot: entry.blob, pinned: entry.pinned)
-    }
-
-    /// Marks an entry used at `time` and moves it to the most recent end.
-    mutating func touch(slot: Int32, at time: Int64, journaled: Bool) {
-        entries[Int(slot)].access = time
-        entries[Int(slot)].unmovedSinceRewrite = false
-        if journaled {
-            entries[Int(slot)].journaledAccess = time
-            entries[Int(slot)].orderJournaled = true
-        } else if !entries[Int(slot)].pinned && newest != slot {
-            entries[Int(slot)].orderJournaled = false
-        }
-        guard !entries[Int(slot)].pinned, newest != slot else { return }
-        unlink(slot)
-        linkNewest(slot)
-    }
-
-    /// Records that the journal now holds this entry's order and access time.
-    mutating func markJournaled(slot: Int32) {
-        entries[Int(slot)].orderJournaled = true
-        entries[Int(slot)].journaledAccess = entries[Int(slot)].access
-    }
-
-    /// Records that the journal now holds an access of this entry at `time` (its order is
-    /// left as it is: the record may land after records of entries used since).
-    mutating func markAccessJournaled(slot: Int32, at time: Int64) {
-        entries[Int(slot)].journaledAccess = time
-    }
-
-    /// Notes that a journal rewrite took every live entry's record (see `Entry.unmovedSinceRewrite`).
-    mutating func markAllTakenByRewrite() {
-        entries.withUnsafeMutableBufferPointer { entries in
-            for slot in entries.indices where entries[slot].blob >= 0 { entries[slot].unmovedSinceRewrite = true }
-        }
-    }
-
-    /// Marks journaled every live entry not used since a rewrite took its record (that rewrite
-    /// now being the journal).
-    mutating func markJournaledIfUnmoved() {
-        entries.withUnsafeMutableBufferPointer { entries in
-            for slot in entries.indices where entries[slot].blob >= 0 && entries[slot].unmovedSinceRewrite {
-                entries[slot].unmovedSinceRewrite = false
-                entries[slot].orderJournaled = true
-                entries[slot].journaledAccess = entries[slot].access
-            }
-        }
     }
 
     /// Records that a blob was rewritten (moved, or re-encoded): new place, codec and size.
@@ -683,21 +617,6 @@ struct CacheIndex {
             liveBytesOfHighSegments[segment] = live == 0 ? nil : live
         }
         livePackedBytes += sign * info.footprint
-    }
-
-    private mutating func linkNewest(_ slot: Int32) {
-        entries[Int(slot)].older = newest
-        entries[Int(slot)].newer = -1
-        if newest >= 0 { entries[Int(newest)].newer = slot } else { oldest = slot }
-        newest = slot
-    }
-
-    private mutating func unlink(_ slot: Int32) {
-        let older = entries[Int(slot)].older, newer = entries[Int(slot)].newer
-        if older >= 0 { entries[Int(older)].newer = newer } else { oldest = newer }
-        if newer >= 0 { entries[Int(newer)].older = older } else { newest = older }
-        entries[Int(slot)].older = -1
-        entries[Int(slot)].newer = -1
     }
 }
 
