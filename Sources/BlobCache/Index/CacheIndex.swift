@@ -145,11 +145,9 @@ struct CacheIndex {
     /// Live pack bytes per segment, to find segments worth collecting: an array indexed by
     /// segment number for the numbers a store uses first, a dictionary beyond (so a damaged
     /// record naming segment 2^24 does not make an array of 2^24 counters).
-    private var liveBytesBySegment: [Int] = []
-    private var liveBytesOfHighSegments = [UInt32: Int]()   // not `[:]`, whose initializer instantiates the storage type
-    /// Segment numbers below this are counted in the array.
-    private static let arraySegments: UInt32 = 1 << 16
-    private(set) var livePackedBytes = 0
+    var liveBytesBySegment: [Int] = []
+    var liveBytesOfHighSegments = [UInt32: Int]()   // not `[:]`, whose initializer instantiates the storage type
+    var livePackedBytes = 0
     /// No live entry expires before this time: a lower bound that entries lower as they come
     /// and `expiredSlots(at:)` makes exact again, so that finding none expired costs no scan.
     private(set) var earliestExpiry = Int64.max
@@ -522,13 +520,6 @@ struct CacheIndex {
         return released
     }
 
-    /// Bytes of live records in pack segment `number`.
-    func liveBytes(inSegment number: UInt32) -> Int {
-        number < Self.arraySegments
-            ? (Int(number) < liveBytesBySegment.count ? liveBytesBySegment[Int(number)] : 0)
-            : liveBytesOfHighSegments[number] ?? 0
-    }
-
     /// Starts loading the buckets where `record`'s lookups start (`SlotTable.prefetch(hash:)`).
     func prefetchBuckets(of record: JournalRecordView, hashes: RecordHashes) {
         if record.key != nil { keyTable.prefetch(hash: hashes.key) }
@@ -603,20 +594,6 @@ struct CacheIndex {
         storedBytes += sign * info.footprint
         if blob.pinnedReferences > 0 { pinnedStoredBytes += sign * info.footprint }
         accountPack(info, sign: sign)
-    }
-
-    private mutating func accountPack(_ info: BlobInfo, sign: Int) {
-        guard case .packed(let segment, _) = info.place else { return }
-        if segment < Self.arraySegments {
-            if Int(segment) >= liveBytesBySegment.count {
-                liveBytesBySegment.append(contentsOf: repeatElement(0, count: Int(segment) + 1 - liveBytesBySegment.count))
-            }
-            liveBytesBySegment[Int(segment)] += sign * info.footprint
-        } else {
-            let live = liveBytesOfHighSegments[segment, default: 0] + sign * info.footprint
-            liveBytesOfHighSegments[segment] = live == 0 ? nil : live
-        }
-        livePackedBytes += sign * info.footprint
     }
 }
 
