@@ -64,6 +64,45 @@ enum IndexSnapshot {
 
     private static func pageAligned(_ offset: Int) -> Int { (offset + page - 1) / page * page }
 
+    /// A field of the header page: where it lies, and its type, which gives its size.
+    private struct Field<Value: FixedWidthInteger> {
+        let offset: Int
+
+        func load(from image: UnsafeRawBufferPointer) -> Value {
+            Value(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: Value.self))
+        }
+
+        func store(_ value: Value, into out: UnsafeMutableRawBufferPointer) {
+            out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: Value.self)
+        }
+    }
+
+    /// The header page's fields (docs/FORMAT.md), each named once, so that what
+    /// `encodeHeader` writes and `parseHeader` reads cannot disagree on an offset or a size.
+    /// The 4 bytes between `lastSegment` and `lastSegmentEnd` are zero.
+    private enum HeaderField {
+        /// `magic`'s 4 bytes.
+        static let magic = 0
+        static let version = Field<UInt32>(offset: 4)
+        static let layoutSignature = Field<UInt64>(offset: 8)
+        static let seed = Field<UInt64>(offset: 16)
+        static let journalSalt = Field<UInt64>(offset: 24)
+        static let journalLength = Field<Int64>(offset: 32)
+        static let journalRecords = Field<UInt64>(offset: 40)
+        static let entryCount = Field<UInt64>(offset: 48)
+        static let blobCount = Field<UInt64>(offset: 56)
+        static let keyBytes = Field<UInt64>(offset: 64)
+        static let oldest = Field<Int32>(offset: 72)
+        static let newest = Field<Int32>(offset: 76)
+        static let bodyDigest = Field<UInt64>(offset: 80)
+        static let earliestExpiry = Field<Int64>(offset: 88)
+        static let storedBytes = Field<UInt64>(offset: 96)
+        static let lastSegment = Field<UInt32>(offset: 104)
+        static let lastSegmentEnd = Field<Int64>(offset: 112)
+        /// CRC32 of every byte of the page before it.
+        static let crc = Field<UInt32>(offset: IndexSnapshot.page - 4)
+    }
+
     // MARK: Writing
 
     /// The snapshot file's bytes for `index`, which reflects the first `journalLength` bytes
@@ -136,13 +175,13 @@ enum IndexSnapshot {
     static func reseal(_ image: inout [UInt8]) -> Bool {
         guard image.count >= page else { return false }
         func sealHeader() {
-            let crc = image.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<(page - 4)])) }
-            image.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self) }
+            let crc = image.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<HeaderField.crc.offset])) }
+            image.withUnsafeMutableBytes { HeaderField.crc.store(crc, into: $0) }
         }
         sealHeader()
         guard case .success(let header) = image.withUnsafeBytes({ parseHeader($0) }) else { return false }
         image.withUnsafeMutableBytes { out in
-            out.storeBytes(of: writeDigests(into: out, header: header).littleEndian, toByteOffset: 80, as: UInt64.self)
+            HeaderField.bodyDigest.store(writeDigests(into: out, header: header), into: out)
         }
         sealHeader()
         return true
@@ -184,22 +223,24 @@ enum IndexSnapshot {
     }
 
     static func encodeHeader(_ header: Header, bodyDigest: UInt64, into out: UnsafeMutableRawBufferPointer) {
-        for (index, byte) in magic.enumerated() { out[index] = byte }
-        out.storeBytes(of: version.littleEndian, toByteOffset: 4, as: UInt32.self)
-        let words: [UInt64] = [
-            CacheIndex.layoutSignature, header.seed, header.journalSalt, UInt64(bitPattern: header.journalLength),
-            UInt64(header.journalRecords), UInt64(header.entryCount), UInt64(header.blobCount), UInt64(header.keyBytes),
-        ]
-        for (number, word) in words.enumerated() { out.storeBytes(of: word.littleEndian, toByteOffset: 8 + 8 * number, as: UInt64.self) }
-        out.storeBytes(of: header.oldest.littleEndian, toByteOffset: 72, as: Int32.self)
-        out.storeBytes(of: header.newest.littleEndian, toByteOffset: 76, as: Int32.self)
-        out.storeBytes(of: bodyDigest.littleEndian, toByteOffset: 80, as: UInt64.self)
-        out.storeBytes(of: header.earliestExpiry.littleEndian, toByteOffset: 88, as: Int64.self)
-        out.storeBytes(of: UInt64(header.storedBytes).littleEndian, toByteOffset: 96, as: UInt64.self)
-        out.storeBytes(of: header.lastSegment.littleEndian, toByteOffset: 104, as: UInt32.self)
-        out.storeBytes(of: header.lastSegmentEnd.littleEndian, toByteOffset: 112, as: Int64.self)
-        let crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<(page - 4)]))
-        out.storeBytes(of: crc.littleEndian, toByteOffset: page - 4, as: UInt32.self)
+        for (index, byte) in magic.enumerated() { out[HeaderField.magic + index] = byte }
+        HeaderField.version.store(version, into: out)
+        HeaderField.layoutSignature.store(CacheIndex.layoutSignature, into: out)
+        HeaderField.seed.store(header.seed, into: out)
+        HeaderField.journalSalt.store(header.journalSalt, into: out)
+        HeaderField.journalLength.store(header.journalLength, into: out)
+        HeaderField.journalRecords.store(UInt64(header.journalRecords), into: out)
+        HeaderField.entryCount.store(UInt64(header.entryCount), into: out)
+        HeaderField.blobCount.store(UInt64(header.blobCount), into: out)
+        HeaderField.keyBytes.store(UInt64(header.keyBytes), into: out)
+        HeaderField.oldest.store(header.oldest, into: out)
+        HeaderField.newest.store(header.newest, into: out)
+        HeaderField.bodyDigest.store(bodyDigest, into: out)
+        HeaderField.earliestExpiry.store(header.earliestExpiry, into: out)
+        HeaderField.storedBytes.store(UInt64(header.storedBytes), into: out)
+        HeaderField.lastSegment.store(header.lastSegment, into: out)
+        HeaderField.lastSegmentEnd.store(header.lastSegmentEnd, into: out)
+        HeaderField.crc.store(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<HeaderField.crc.offset])), into: out)
     }
 
     // MARK: Reading
@@ -246,40 +287,44 @@ enum IndexSnapshot {
     /// `fileSize` is the whole file's (by default, the image's).
     static func parseHeader(_ image: UnsafeRawBufferPointer, fileSize: Int? = nil) -> Result<Header, BlobDamage> {
         guard image.count >= page else { return .failure(.truncated("snapshot shorter than its header")) }
-        guard image[0..<4].elementsEqual(magic) else { return .failure(.header("bad magic")) }
-        let version = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+        guard image[HeaderField.magic..<HeaderField.magic + magic.count].elementsEqual(magic) else {
+            return .failure(.header("bad magic"))
+        }
+        let version = HeaderField.version.load(from: image)
         guard version == Self.version else { return .failure(.header("format version \(version)")) }
-        let crc = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: page - 4, as: UInt32.self))
-        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: image[0..<(page - 4)])) == crc else {
+        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: image[0..<HeaderField.crc.offset])) == HeaderField.crc.load(from: image) else {
             return .failure(.checksum("snapshot header CRC mismatch"))
         }
-        func word(_ number: Int) -> UInt64 { UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 8 + 8 * number, as: UInt64.self)) }
-        guard word(0) == CacheIndex.layoutSignature else {
+        guard HeaderField.layoutSignature.load(from: image) == CacheIndex.layoutSignature else {
             return .failure(.header("written by a build that lays the index out differently"))
         }
-        guard (4...7).allSatisfy({ word($0) <= UInt64(Int32.max) }) else { return .failure(.header("impossible counts")) }
+        let journalRecords = HeaderField.journalRecords.load(from: image), entryCount = HeaderField.entryCount.load(from: image)
+        let blobCount = HeaderField.blobCount.load(from: image), keyBytes = HeaderField.keyBytes.load(from: image)
+        let limit = UInt64(Int32.max)
+        guard journalRecords <= limit, entryCount <= limit, blobCount <= limit, keyBytes <= limit else {
+            return .failure(.header("impossible counts"))
+        }
         // Every record takes at least 10 bytes of the journal it reflects, every entry a record,
         // every blob an entry, every key byte a byte of a record: counts a journal bounds.
-        let journalLength = Int64(bitPattern: word(3))
-        guard journalLength >= Int64(JournalFormat.headerSize), word(4) <= UInt64(journalLength) / 10,
-              word(5) <= word(4), word(6) <= word(5), word(7) <= UInt64(journalLength) else {
+        let journalLength = HeaderField.journalLength.load(from: image)
+        guard journalLength >= Int64(JournalFormat.headerSize), journalRecords <= UInt64(journalLength) / 10,
+              entryCount <= journalRecords, blobCount <= entryCount, keyBytes <= UInt64(journalLength) else {
             return .failure(.header("counts the journal it reflects cannot hold"))
         }
-        func int64(_ offset: Int) -> Int64 { Int64(littleEndian: image.loadUnaligned(fromByteOffset: offset, as: Int64.self)) }
-        let storedBytes = int64(96), lastSegmentEnd = int64(112)
-        let lastSegment = UInt32(littleEndian: image.loadUnaligned(fromByteOffset: 104, as: UInt32.self))
+        let storedBytes = Int64(bitPattern: HeaderField.storedBytes.load(from: image))
+        let lastSegment = HeaderField.lastSegment.load(from: image), lastSegmentEnd = HeaderField.lastSegmentEnd.load(from: image)
         guard storedBytes >= 0, storedBytes <= Int64(CacheIndex.maxTotalBytes), lastSegmentEnd >= 0,
               lastSegmentEnd <= Int64(Int32.max) * 16 + Int64(BlobInfo.maxLength),
               lastSegment == CacheIndex.Blob.loose || PackFormat.isValidSegmentNumber(lastSegment) else {
             return .failure(.header("impossible totals"))
         }
         let header = Header(
-            seed: word(1), journalSalt: word(2), journalLength: Int64(bitPattern: word(3)),
-            journalRecords: Int(word(4)), entryCount: Int(word(5)), blobCount: Int(word(6)), keyBytes: Int(word(7)),
-            oldest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 72, as: Int32.self)),
-            newest: Int32(littleEndian: image.loadUnaligned(fromByteOffset: 76, as: Int32.self)),
-            bodyDigest: UInt64(littleEndian: image.loadUnaligned(fromByteOffset: 80, as: UInt64.self)),
-            earliestExpiry: int64(88), storedBytes: Int(storedBytes), lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd)
+            seed: HeaderField.seed.load(from: image), journalSalt: HeaderField.journalSalt.load(from: image),
+            journalLength: journalLength, journalRecords: Int(journalRecords), entryCount: Int(entryCount),
+            blobCount: Int(blobCount), keyBytes: Int(keyBytes),
+            oldest: HeaderField.oldest.load(from: image), newest: HeaderField.newest.load(from: image),
+            bodyDigest: HeaderField.bodyDigest.load(from: image), earliestExpiry: HeaderField.earliestExpiry.load(from: image),
+            storedBytes: Int(storedBytes), lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd)
         let fileSize = fileSize ?? image.count
         guard fileSize == header.fileSize else {
             return .failure(.truncated("snapshot has \(fileSize) bytes, its header says \(header.fileSize)"))
