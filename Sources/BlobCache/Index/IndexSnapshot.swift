@@ -169,6 +169,7 @@ enum IndexSnapshot {
         return XXHash64.hash(UnsafeRawBufferPointer(rebasing: out[header.digestsOffset...]))
     }
 
+    #if BLOBCACHE_TESTING
     /// Makes every checksum of `image` match its bytes again (digests, their hash, the header
     /// CRC), as a forger without a key could; `false` when its header does not parse even then.
     /// For tests and fuzzing: the consistency checks alone must then refuse what is wrong.
@@ -186,6 +187,7 @@ enum IndexSnapshot {
         sealHeader()
         return true
     }
+    #endif
 
     /// The highest segment number a blob of `index` lies in (`CacheIndex.Blob.loose`: none) and
     /// the end of the furthest record in it.
