@@ -70,4 +70,9 @@ extension Engine {
             throw error
         }
     }
+
+    /// Offers a value read from disk under a ticket taken at `releases` to the memory tier.
+    func remember(_ value: [UInt8], id: BlobID, releases: UInt64) {
+        _ = try? read(.thisOpen) { .answer($0.remember(value, id: id, releases: releases)) }
+    }
 }
