@@ -2,7 +2,7 @@
 /// expired entry to drop, limits to enforce), which the engine runs with a `CacheWriter` in
 /// the same hold of its lock.
 ///
-///     try engine.read { reader in reader.holds(key) ? .answer(true) : .write { try $0.… } }
+///     let ticket = try engine.read { try $0.beginRead(key: key) }   // .write when expired
 enum Reading<Value> {
     /// The read is done.
     case answer(Value)

@@ -2,7 +2,7 @@
 /// has caught up with other opens (`DirectorySharing.underFlock`). Its changes end through the
 /// commit path (`commit`): eviction, the journal records, then the deletions they made safe.
 ///
-///     try engine.write { writer in try writer.commit { writer.state.removeExpired() } }
+///     let removed = try engine.write { $0.removeExpired() }
 struct CacheWriter {
     /// The state it may change.
     let state: CacheState
