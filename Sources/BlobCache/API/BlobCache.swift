@@ -1,5 +1,4 @@
 import SystemPackage
-import Synchronization
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -126,8 +125,8 @@ public final class BlobCache: Sendable {
     func bytes(forRawKey key: String) throws -> [UInt8]? {
         let start = telemetry.startTime
         defer { telemetry.finished(set: false, key: key, since: start) }
-        guard let ticket = try engine.ticket(forKey: key) else { return remote == nil ? nil : try remoteValue(forRawKey: key) }
-        return try engine.finishRead(ticket, key: key)
+        guard let value = try engine.value(forKey: key) else { return remote == nil ? nil : try remoteValue(forRawKey: key) }
+        return value
     }
 
     /// The value stored under `key` as `Data`, for Foundation code; see `bytes(forKey:)`.

@@ -69,7 +69,7 @@ final class CacheState: @unchecked Sendable {
     /// while somebody listens.
     let changeHub: ChangeHub?
     /// Changes made by the running operation (and by others' records it replayed), published
-    /// by the facade before it lets go of the lock.
+    /// by the engine before it lets go of its lock.
     var madeChanges: [BlobCache.Change] = []
     /// Byte caps of namespaces set in this open, by key prefix (`NamespaceKey`).
     var namespaceLimits: [[UInt8]: Int] = [:]

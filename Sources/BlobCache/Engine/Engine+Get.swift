@@ -33,7 +33,7 @@ extension Engine {
     }
 
     /// The bytes `ticket` points at, read and checked outside the lock.
-    func finishRead(_ ticket: CacheState.ReadTicket, key: String? = nil) throws -> [UInt8]? {
+    private func finishRead(_ ticket: CacheState.ReadTicket, key: String? = nil) throws -> [UInt8]? {
         if let value = ticket.value { return value }
         switch try pipeline.read(ticket.info, at: ticket.location) {
         case .success(let value):
