@@ -145,10 +145,10 @@ final class DirectorySharing: @unchecked Sendable {
     func underFlock<T>(keepingDeferredRestore: Bool = false, _ body: (CacheWriter) throws -> T) throws -> T {
         try lock.hold()
         defer { lock.release() }
-        let changed = sequence.value != checkedSequence
-        if state.pendingRestore != nil, !keepingDeferredRestore || changed { try finishRestoring() }
-        // Nobody wrote since this open's last operation under the flock: nothing to catch up with.
-        let cut = changed ? try catchUp() : false
+        let sequenceMoved = sequence.value != checkedSequence
+        if state.pendingRestore != nil, !keepingDeferredRestore || sequenceMoved { try finishRestoring() }
+        // Unmoved since this open's last operation under the flock: nobody wrote, nothing to take in.
+        let cut = sequenceMoved ? try catchUp() : false
         let journal = state.journal, store = state.store
         let before = (file: ObjectIdentifier(journal.file), size: journal.size)
         sequence.store(appliedSequence + 1)
