@@ -1,5 +1,7 @@
+import BlobCache
+
 /// Small string helpers in place of full Foundation's (`trimmingCharacters(in:)`,
-/// `String(format:)`), which would link ICU and its data (~37 MB) into the static `blobcache`.
+/// `String(format:)`), which would link ICU and its data into the static `blobcache`.
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs: what `CharacterSet.whitespaces`
     /// trimmed (Unicode's space separators and U+0009), newlines kept.
@@ -45,19 +47,9 @@ extension String {
                 bytes.append(byte)
                 continue
             }
-            guard let high = input.next().flatMap(Self.hexValue), let low = input.next().flatMap(Self.hexValue) else { return nil }
+            guard let high = input.next().flatMap(HexDigit.value(of:)), let low = input.next().flatMap(HexDigit.value(of:)) else { return nil }
             bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    /// The value of one hex digit (either case), nil for any other byte.
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

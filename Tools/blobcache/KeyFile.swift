@@ -87,19 +87,10 @@ enum KeyFile {
         var key: [UInt8] = []
         var index = text.startIndex
         while index < text.endIndex {
-            guard let high = nibble(text[index]), let low = nibble(text[index + 1]) else { return nil }
+            guard let high = HexDigit.value(of: text[index]), let low = HexDigit.value(of: text[index + 1]) else { return nil }
             key.append(high << 4 | low)
             index += 2
         }
         return key
-    }
-
-    private static func nibble(_ char: UInt8) -> UInt8? {
-        switch char {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): char - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): char - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): char - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

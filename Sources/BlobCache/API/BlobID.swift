@@ -61,7 +61,7 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
         guard utf8.count == 32 else { return nil }
         var bytes = [UInt8](repeating: 0, count: 16)
         for index in 0..<16 {
-            guard let hi = Self.nibble(utf8[2 * index]), let lo = Self.nibble(utf8[2 * index + 1]) else {
+            guard let hi = HexDigit.value(of: utf8[2 * index]), let lo = HexDigit.value(of: utf8[2 * index + 1]) else {
                 return nil
             }
             bytes[index] = hi << 4 | lo
@@ -110,14 +110,5 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
     /// Orders ids as their digests' bytes (the order `fsck` reports in).
     public static func < (lhs: BlobID, rhs: BlobID) -> Bool {
         (lhs.high, lhs.low) < (rhs.high, rhs.low)
-    }
-
-    private static func nibble(_ char: UInt8) -> UInt8? {
-        switch char {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return char - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

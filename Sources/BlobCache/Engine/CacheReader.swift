@@ -132,10 +132,4 @@ struct CacheReader {
               state.pendingRestore != nil || state.index.blob(id) != nil else { return }
         state.memory.insert(value, for: id)
     }
-
-    /// This open's counts and the lifetime ones.
-    var statistics: BlobCache.Statistics { state.statistics }
-
-    /// The maintenance due after a read (`CacheState.maintenanceDue`).
-    var maintenanceDue: CacheState.Maintenance? { state.maintenanceDue(reader: true) }
 }

@@ -54,9 +54,10 @@ struct CacheWriter {
     /// Removes every entry whose raw key starts with the namespace `prefix` (reason `cleared`);
     /// pinned ones only when `includingPinned`.
     func removeNamespace(_ prefix: [UInt8], includingPinned: Bool) {
-        let index = state.index
-        let slots = index.slots { _ in true }.filter { slot in
-            (includingPinned || !index.entry(at: slot).pinned) && index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix
+        // (No local copy of the index: the removals below would then copy its arrays.)
+        let slots = state.index.slots { _ in true }.filter { slot in
+            (includingPinned || !state.index.entry(at: slot).pinned)
+                && state.index.withKeyBytes(at: slot, NamespaceKey.prefix(ofRaw:)) == prefix
         }
         for slot in slots { state.remove(slot: slot, reason: .cleared) }
     }
