@@ -77,13 +77,14 @@ let package = Package(
         // pkg-config, whose -D_FILE_OFFSET_BITS=64 SwiftPM refuses with a warning.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]),
         // The remote tier's stores: HTTP (WebDAV-style PUT, as nginx, ccache and sccache speak
-        // it) and Redis. The core module keeps no networking dependency.
+        // it), S3 (signed with swift-crypto's HMAC) and Redis. The core module keeps no networking dependency.
         .target(
             name: "BlobCacheRemote",
             dependencies: [
                 "BlobCache",
                 "CHiredis",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

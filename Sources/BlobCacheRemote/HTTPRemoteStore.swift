@@ -38,7 +38,7 @@ public struct HTTPRemoteStore: RemoteStore {
     public let timeout: Duration
     /// `Basic …` from the URL's user name and password, or nil.
     private let authorization: String?
-    private let connection: Connection
+    private let transport: HTTPTransport
 
     /// The largest response body taken: a blob of 1 GiB (the largest value the cache takes
     /// from a remote) and its header.
@@ -60,7 +60,7 @@ public struct HTTPRemoteStore: RemoteStore {
         (self.baseURL, authorization) = Self.separatingCredentials(base)
         self.layout = layout
         self.timeout = timeout
-        self.connection = Connection(timeout: timeout)
+        self.transport = HTTPTransport(timeout: timeout, maxBodyBytes: Self.maxObjectBytes)
     }
 
     /// `http(s)://…` without any user name or password, and the layout.
@@ -116,41 +116,9 @@ public struct HTTPRemoteStore: RemoteStore {
     }
 
     private func send(_ method: HTTPMethod, _ object: RemoteObject, body: [UInt8]? = nil) throws -> HTTPClient.Response {
-        guard MultiThreadedEventLoopGroup.currentEventLoop == nil else { throw RemoteStoreError.calledOnEventLoop }
-        let address = url(of: object)
         var headers = HTTPHeaders()
         if body != nil { headers.add(name: "Content-Type", value: "application/octet-stream") }
         if let authorization { headers.add(name: "Authorization", value: authorization) }
-        let request: HTTPClient.Request
-        do {
-            request = try HTTPClient.Request(url: address, method: method, headers: headers, body: body.map { .bytes($0) })
-        } catch {
-            throw RemoteStoreError.invalidURL(address, reason: "\(error)")
-        }
-        let accumulator = ResponseAccumulator(request: request, maxBodySize: Self.maxObjectBytes)
-        let deadline = NIODeadline.now() + .nanoseconds(Connection.nanoseconds(timeout))
-        return try connection.client.execute(request: request, delegate: accumulator, deadline: deadline).wait()
-    }
-
-    /// The store's own client (its timeouts are the store's), shut down when the last copy of
-    /// the store goes.
-    private final class Connection: Sendable {
-        let client: HTTPClient
-
-        static func nanoseconds(_ duration: Duration) -> Int64 {
-            let (seconds, attoseconds) = duration.components
-            return max(1_000_000, min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000)
-        }
-
-        init(timeout: Duration) {
-            let nanoseconds = Self.nanoseconds(timeout)
-            let configuration = HTTPClient.Configuration(timeout: .init(connect: .nanoseconds(nanoseconds), read: .nanoseconds(nanoseconds)))
-            client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        }
-
-        deinit {
-            // Without waiting: the last reference may go on any thread, an event loop's included.
-            client.shutdown { _ in }
-        }
+        return try transport.send(method, url(of: object), headers: headers, body: body)
     }
 }

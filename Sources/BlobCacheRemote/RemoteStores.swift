@@ -21,16 +21,19 @@ public enum RemoteStores {
     /// - `redis://[[user]:password@]host[:port][/db][/prefix]`: a `RedisRemoteStore` (port
     ///   6379, database 0, prefix `blobcache` by default). A password is sent as `AUTH`, with
     ///   the user for an ACL user; `db` (digits, and only when a prefix follows) is `SELECT`ed.
+    /// - `s3://BUCKET[/PREFIX][?endpoint=URL][&region=REGION][&style=path|virtual][&profile=NAME]`:
+    ///   an `S3RemoteStore` (`S3Location.parse`), its credentials found by `AWSCredentials.find`.
     ///
     /// `timeout` bounds each remote call as a whole; `maxObjectBytes` bounds what one answer
-    /// may bring. Throws `RemoteStoreError.invalidURL` for anything else.
+    /// may bring. Throws `RemoteStoreError.invalidURL` for anything else, and
+    /// `AWSCredentials.LookupError` when the credentials an `s3://` URL asks for are not there.
     ///
     ///     let store = try RemoteStores.store(url: "http://cache.internal/blobs?layout=flat")
     public static func store(url text: String, timeout: Duration = defaultTimeout,
                              maxObjectBytes: Int = HTTPRemoteStore.maxObjectBytes) throws -> any RemoteStore {
         let shown = redacted(text)
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
-            throw RemoteStoreError.invalidURL(shown, reason: "expected http://HOST/PATH, https://HOST/PATH or redis://HOST:PORT/PREFIX")
+            throw RemoteStoreError.invalidURL(shown, reason: "expected http://HOST/PATH, https://HOST/PATH, s3://BUCKET/PREFIX or redis://HOST:PORT/PREFIX")
         }
         switch scheme {
         case "http", "https":
@@ -47,6 +50,9 @@ public enum RemoteStores {
                 }
             }
             return HTTPRemoteStore(baseURL: base, layout: layout, timeout: timeout)
+        case "s3":
+            return try S3Location.parse(text, environment: ProcessInfo.processInfo.environment)
+                .store(timeout: timeout, maxObjectBytes: maxObjectBytes)
         case "redis":
             var segments = url.path.split(separator: "/").map(String.init)
             var database = 0
@@ -67,7 +73,7 @@ public enum RemoteStores {
             return RedisRemoteStore(host: host, port: url.port ?? 6379, prefix: prefix.isEmpty ? "blobcache" : prefix, timeout: timeout,
                                     user: user, password: password, database: database, maxReplyBytes: maxObjectBytes)
         default:
-            throw RemoteStoreError.invalidURL(shown, reason: "unknown scheme '\(scheme)'; expected http, https or redis")
+            throw RemoteStoreError.invalidURL(shown, reason: "unknown scheme '\(scheme)'; expected http, https, s3 or redis")
         }
     }
 

@@ -205,12 +205,7 @@ struct CacheResponder: Sendable {
     static func sha256Hex(of bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
 
     /// Lowercase hex of a digest.
-    static func hex(_ digest: SHA256.Digest) -> String {
-        digest.map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-    }
+    static func hex(_ digest: SHA256.Digest) -> String { HexDigit.lowercase(digest) }
 
     /// 204 when the key was removed, 404 when it was absent.
     private func delete(_ key: String) async -> Reply {

@@ -1,3 +1,4 @@
+import BlobCache
 import Crypto
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -280,7 +281,7 @@ struct PasswordHash {
 struct TokenHash {
     let digest: [UInt8]
 
-    var text: String { "sha256$" + digest.lowercaseHex }
+    var text: String { "sha256$" + HexDigit.lowercase(digest) }
 
     init(token: String) { digest = Array(SHA256.hash(data: Array(token.utf8))) }
 

@@ -1,3 +1,4 @@
+import BlobCacheRemote
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -10,13 +11,16 @@ final class LoopbackServer: @unchecked Sendable {
     let port: Int
     let folder: String
     private let launch: (Int, String) -> (executable: String, arguments: [String])
+    private let environment: [String: String]
     private var process: Process?
 
-    private init(name: String, launch: @escaping (Int, String) -> (executable: String, arguments: [String])) throws {
+    private init(name: String, environment: [String: String] = [:],
+                 launch: @escaping (Int, String) -> (executable: String, arguments: [String])) throws {
         self.name = name
         self.port = try Self.freePort()
         self.folder = try Self.makeFolder(name)
         self.launch = launch
+        self.environment = environment
         try start()
     }
 
@@ -69,7 +73,28 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
+    /// SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one process) on loopback
+    /// with one S3 identity, `S3Server.accessKey`/`secretKey`; `port` is the S3 gateway's.
+    /// Unsigned and wrongly signed requests are refused; a PUT creates its bucket.
+    static func seaweed() throws -> LoopbackServer {
+        // Every port explicit: mini's defaults (and gRPC ports at +10000) would collide, and
+        // telemetry, WebDAV, Iceberg, Lance and the admin UI are not wanted on a test machine.
+        let ports = try (0..<9).map { _ in try freePort(below: 55_000) }
+        let environment = ["AWS_ACCESS_KEY_ID": S3Server.accessKey, "AWS_SECRET_ACCESS_KEY": S3Server.secretKey]
+        return try LoopbackServer(name: "seaweedfs", environment: environment) { port, folder in
+            (Self.weedPath!, ["mini", "-dir=\(folder)", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
+                              "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+                              "-s3.port=\(port)", "-s3.port.grpc=\(ports[0])", "-master.port=\(ports[1])",
+                              "-master.port.grpc=\(ports[2])", "-volume.port=\(ports[3])", "-volume.port.grpc=\(ports[4])",
+                              "-filer.port=\(ports[5])", "-filer.port.grpc=\(ports[6])", "-admin.port=\(ports[7])",
+                              "-admin.port.grpc=\(ports[8])"])
+        }
+    }
+
     static let nginxPath = installed("nginx", in: ["/usr/sbin", "/usr/bin"])
+    static let weedPath = installed("weed", in: searchPath)
+    static let awsPath = installed("aws", in: searchPath)
+    static var searchPath: [String] { (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) }
     static let redisPath = installed("redis-server", in: ["/usr/bin", "/usr/sbin"])
     static let redisCLIPath = installed("redis-cli", in: ["/usr/bin"])
 
@@ -88,6 +113,7 @@ final class LoopbackServer: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -125,6 +151,16 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
+    /// A port the kernel just handed out on loopback (bound to port 0, then released), below
+    /// `limit` when one is given.
+    private static func freePort(below limit: Int) throws -> Int {
+        for _ in 0..<1000 {
+            let port = try freePort()
+            if port < limit { return port }
+        }
+        throw POSIXError(.EADDRNOTAVAIL)
+    }
+
     /// A port the kernel just handed out on loopback (bound to port 0, then released).
     private static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -150,6 +186,16 @@ final class LoopbackServer: @unchecked Sendable {
     }
 }
 
+/// The S3 identity `LoopbackServer.seaweed()` knows, and what the tests sign with.
+enum S3Server {
+    static let accessKey = "AKIDBLOBCACHETEST"
+    static let secretKey = "blobcache-test-secret-key"
+    static let credentials = AWSCredentials(accessKeyID: accessKey, secretAccessKey: secretKey)
+    /// The variables the CLI and awscli find these credentials in.
+    static let environment = ["AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey, "AWS_DEFAULT_REGION": "us-east-1",
+                              "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"]
+}
+
 /// A fresh temporary directory for a cache, removed at deinit.
 final class Scratch {
     let path: String
@@ -161,12 +207,15 @@ final class Scratch {
     func sub(_ name: String) -> String { path + "/" + name }
 }
 
-/// Runs a program and returns its exit status and standard output.
+/// Runs a program and returns its exit status and standard output; `environment` adds to
+/// this process's.
 @discardableResult
-func runProgram(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+func runProgram(_ executable: String, _ arguments: [String],
+                environment: [String: String] = [:]) throws -> (status: Int32, output: String, error: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err

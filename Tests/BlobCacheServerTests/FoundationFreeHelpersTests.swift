@@ -1,3 +1,4 @@
+import BlobCache
 @testable import BlobCacheServer
 import Foundation
 import Testing
@@ -48,6 +49,6 @@ struct FoundationFreeHelpersTests {
     @Test("lowercaseHex is %02x per byte")
     func hex() {
         let bytes: [UInt8] = [0, 1, 0x0F, 0x10, 0xAB, 0xFF]
-        #expect(bytes.lowercaseHex == bytes.map { String(format: "%02x", $0) }.joined())
+        #expect(HexDigit.lowercase(bytes) == bytes.map { String(format: "%02x", $0) }.joined())
     }
 }

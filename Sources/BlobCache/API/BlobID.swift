@@ -80,16 +80,7 @@ public struct BlobID: Hashable, Sendable, Comparable, CustomStringConvertible, B
     }
 
     /// 32 lower-case hexadecimal characters.
-    public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(32)
-        for byte in digestBytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public var hex: String { HexDigit.lowercase(digestBytes) }
 
     /// The 32 lowercase hex digits of the digest (`hex`).
     public var description: String { hex }

@@ -1,5 +1,5 @@
-/// Hexadecimal digits, for every parser that reads them: blob ids, percent-escapes in the
-/// server's paths, hex key files.
+/// Hexadecimal digits, for every parser that reads them (blob ids, percent-escapes in the
+/// server's paths, hex key files) and every writer of them (ids, digests, percent-escapes).
 ///
 ///     HexDigit.value(of: UInt8(ascii: "f"))   // 15
 package enum HexDigit {
@@ -12,4 +12,27 @@ package enum HexDigit {
         default: nil
         }
     }
+
+    /// `bytes` as lowercase hex, two digits each (`%02x`).
+    ///
+    ///     HexDigit.lowercase([0xab, 0x01])   // "ab01"
+    package static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            text.append(lowercaseDigits[Int(byte >> 4)])
+            text.append(lowercaseDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `byte` as two uppercase hex digits, as percent-escapes are written.
+    ///
+    ///     HexDigit.uppercase(0x2f)   // "2F"
+    package static func uppercase(_ byte: UInt8) -> String {
+        String(decoding: [uppercaseDigits[Int(byte >> 4)], uppercaseDigits[Int(byte & 0x0F)]], as: UTF8.self)
+    }
+
+    private static let lowercaseDigits = Array("0123456789abcdef".utf8)
+    private static let uppercaseDigits = Array("0123456789ABCDEF".utf8)
 }

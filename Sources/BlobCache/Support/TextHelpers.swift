@@ -1,11 +1,9 @@
-import BlobCache
-
 /// Small string helpers in place of full Foundation's (`trimmingCharacters(in:)`,
-/// `String(format:)`), which would link ICU and its data into the static `blobcache`.
+/// `removingPercentEncoding`), which would link ICU and its data into the static `blobcache`.
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs: what `CharacterSet.whitespaces`
     /// trimmed (Unicode's space separators and U+0009), newlines kept.
-    func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.isHorizontalWhitespace }) else { return "" }
         let last = scalars.lastIndex(where: { !$0.isHorizontalWhitespace })!
@@ -18,20 +16,7 @@ extension StringProtocol {
 extension Unicode.Scalar {
     /// A space separator (general category Zs), a tab or U+200B (zero width space):
     /// `CharacterSet.whitespaces`, checked against it over every scalar.
-    var isHorizontalWhitespace: Bool { self == "\t" || self == "\u{200B}" || properties.generalCategory == .spaceSeparator }
-}
-
-extension Sequence<UInt8> {
-    /// The bytes as lowercase hexadecimal, two digits each (`%02x`).
-    var lowercaseHex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for byte in self {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    package var isHorizontalWhitespace: Bool { self == "\t" || self == "\u{200B}" || properties.generalCategory == .spaceSeparator }
 }
 
 extension String {
@@ -39,7 +24,7 @@ extension String {
     /// (full Foundation) does: nil when a `%` is not followed by two hex digits or the decoded
     /// bytes are not valid UTF-8. (Foundation alone turns a stray `%A9` into U+FFFD, so that
     /// two paths named one key; here it is refused like every other invalid byte.)
-    var percentDecoded: String? {
+    package var percentDecoded: String? {
         var bytes: [UInt8] = []
         var input = utf8.makeIterator()
         while let byte = input.next() {
