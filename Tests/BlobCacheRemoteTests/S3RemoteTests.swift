@@ -133,4 +133,75 @@ struct S3RemoteTests {
         #expect(noProfile.status == 64)
         #expect(noProfile.error.contains("no profile 'nobody'"))
     }
+
+    @Test("two serve nodes on two directories share one bucket: a PUT to one is a GET hit on the other, then served locally",
+          .enabled(if: haveSeaweed && LoopbackServer.curlPath != nil, "weed or curl is not installed"))
+    func serveNodesShareBucket() throws {
+        let server = try LoopbackServer.seaweed()
+        let scratch = Scratch()
+        let remote = "s3://blobcache-test/nodes?endpoint=http://127.0.0.1:\(server.port)"
+        let first = try ServeNode(directory: scratch.sub("a"), remote: remote)
+        let second = try ServeNode(directory: scratch.sub("b"), remote: remote)
+        let body = scratch.sub("body")
+        let value = RemoteTierTests.random(200_000, seed: 21)
+        try Data(value).write(to: URL(fileURLWithPath: body))
+
+        #expect(try first.curl(["-X", "PUT", "--data-binary", "@" + body], "artifact/1") == "201")
+        // The write-behind queue uploads after the answer: wait for the key record to be in the bucket.
+        let store = try Self.store(server, prefix: "nodes")
+        let deadline = Date().addingTimeInterval(20)
+        while try !store.exists(.key("artifact/1")) {
+            try #require(Date() < deadline, "the key record never reached the bucket")
+            usleep(10_000) // polling a condition (the object's presence), not standing in for one
+        }
+        let fetched = scratch.sub("fetched")
+        #expect(try second.curl(["-o", fetched], "artifact/1") == "200")
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: fetched))) == value)
+        #expect(try second.curl(["-o", "/dev/null"], "never-put") == "404")
+
+        // Written back: with the bucket gone, the second node still answers from its directory.
+        server.stop()
+        try FileManager.default.removeItem(atPath: fetched)
+        #expect(try second.curl(["-o", fetched], "artifact/1") == "200")
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: fetched))) == value)
+    }
+}
+
+/// A `blobcache serve` child process on loopback with a remote tier, its credentials the test
+/// identity's; killed at deinit.
+final class ServeNode {
+    private let process = Process()
+    private(set) var port = 0
+
+    init(directory: String, remote: String) throws {
+        process.executableURL = URL(fileURLWithPath: blobcacheTool)
+        process.arguments = ["serve", "--dir", directory, "--listen", "127.0.0.1:0", "--remote", remote, "-q"]
+        process.environment = ProcessInfo.processInfo.environment.merging(S3Server.environment) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Its first line says where it listens, printed once the socket listens.
+        var line: [UInt8] = []
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw S3RemoteTests.Failure("blobcache serve exited before listening") }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...].prefix { $0.isNumber }) else {
+            throw S3RemoteTests.Failure("unexpected first line: \(text)")
+        }
+        self.port = port
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// curl's status code for `arguments` sent to `path`.
+    func curl(_ arguments: [String], _ path: String) throws -> String {
+        try runProgram(LoopbackServer.curlPath!, ["-s", "-w", "%{http_code}"] + arguments + ["http://127.0.0.1:\(port)/\(path)"]).output
+    }
 }

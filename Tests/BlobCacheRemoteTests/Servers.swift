@@ -94,6 +94,7 @@ final class LoopbackServer: @unchecked Sendable {
     static let nginxPath = installed("nginx", in: ["/usr/sbin", "/usr/bin"])
     static let weedPath = installed("weed", in: searchPath)
     static let awsPath = installed("aws", in: searchPath)
+    static let curlPath = installed("curl", in: ["/usr/bin"])
     static var searchPath: [String] { (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) }
     static let redisPath = installed("redis-server", in: ["/usr/bin", "/usr/sbin"])
     static let redisCLIPath = installed("redis-cli", in: ["/usr/bin"])

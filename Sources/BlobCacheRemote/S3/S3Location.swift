@@ -6,7 +6,7 @@ import Foundation
 #endif
 
 /// What an `s3://` URL names: `s3://BUCKET[/PREFIX][?endpoint=URL][&region=REGION]
-/// [&style=path|virtual][&profile=NAME]`. The region defaults to `AWS_REGION`, then
+/// [&style=path|virtual][&profile=NAME]`, the prefix and the values percent-decoded. The region defaults to `AWS_REGION`, then
 /// `AWS_DEFAULT_REGION`, then `us-east-1`; the endpoint to AWS's for the region.
 ///
 ///     let location = try S3Location.parse("s3://cache/ci?endpoint=http://127.0.0.1:8333&style=path")
@@ -25,6 +25,19 @@ public struct S3Location: Sendable, Equatable {
     /// The shared credentials file's profile to sign with, or `nil` for the usual lookup.
     public var profile: String?
 
+    /// A location given part by part.
+    ///
+    ///     let location = S3Location(bucket: "cache", prefix: "ci", endpoint: "http://127.0.0.1:8333")
+    public init(bucket: String, prefix: String = "", endpoint: String? = nil, region: String = "us-east-1",
+                style: S3RemoteStore.AddressingStyle? = nil, profile: String? = nil) {
+        self.bucket = bucket
+        self.prefix = prefix
+        self.endpoint = endpoint
+        self.region = region
+        self.style = style
+        self.profile = profile
+    }
+
     /// Reads an `s3://` URL; `environment` gives the default region. Throws
     /// `RemoteStoreError.invalidURL` naming what is wrong.
     ///
@@ -35,7 +48,10 @@ public struct S3Location: Sendable, Equatable {
         let rest = text.dropFirst(5)
         let target = rest.prefix { $0 != "?" }
         let bucket = String(target.prefix { $0 != "/" })
-        let prefix = String(target.dropFirst(bucket.count)).split(separator: "/").joined(separator: "/")
+        // The prefix as the URL spells it, `%XX` escapes decoded (`team%20a`: `team a`).
+        guard let prefix = String(target.dropFirst(bucket.count)).percentDecoded?.split(separator: "/").joined(separator: "/") else {
+            throw invalid("the prefix has a '%' not followed by two hex digits, or is not UTF-8")
+        }
         guard S3RemoteStore.isValidBucketName(bucket) else {
             throw invalid("the bucket name '\(bucket)' is not 3 to 63 lowercase letters, digits, dots and hyphens")
         }
