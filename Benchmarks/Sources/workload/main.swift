@@ -7,7 +7,7 @@ import Foundation
 
 let usage = """
     USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6,dedup2,dedup3,w3stream,big]
-                    [--workloads remote --remote URL]
+                    [--workloads remote --remote URL] [--workloads warmup --remote URL]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
            workload w4-open CACHE-DIR KEY [--warm]
@@ -54,6 +54,9 @@ let usage = """
     --workloads remote --remote URL puts W2 and W3 through the remote tier, then gets them from
     fresh directories (every get a remote hit); Benchmarks/remote.sh starts nginx for it and
     measures nginx's own GET rate for the same files with wrk.
+    --workloads warmup --remote URL puts 1,000 values of 64 KiB through the remote tier, then
+    warms up empty directories from it, on one thread (each get timed) and on 10;
+    Benchmarks/remote.py s3 and redis run it beside the plain clients.
     Exit status: 0 done, 2 bad arguments, missing corpus or a failed workload.
     """
 
@@ -336,6 +339,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "remote":
             guard options.engine == "blobcache" else { continue }
             results += try remoteTier(options)
+        case "warmup":
+            guard options.engine == "blobcache" else { continue }
+            results += try remoteWarmup(options)
         case "scale":
             guard options.engine == "blobcache" else { continue }
             results += try scale(options, corpus: corpus!)
