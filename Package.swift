@@ -77,16 +77,17 @@ let package = Package(
         // pkg-config, whose -D_FILE_OFFSET_BITS=64 SwiftPM refuses with a warning.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]),
         // The remote tier's stores: HTTP (WebDAV-style PUT, as nginx, ccache and sccache speak
-        // it) and Redis. The core module keeps no networking dependency.
+        // it) and Redis (its own RESP client on SwiftNIO, for TLS and Redis Cluster, which the
+        // distributions' hiredis builds lack). The core module keeps no networking dependency.
         .target(
             name: "BlobCacheRemote",
             dependencies: [
                 "BlobCache",
-                "CHiredis",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // `blobcache serve`: one cache directory as an HTTP cache server (ccache, sccache, Bazel).

@@ -7,7 +7,8 @@ public enum RemoteStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     case invalidURL(String, reason: String)
     /// The HTTP server answered a PUT or DELETE with a status outside 2xx.
     case unexpectedStatus(method: String, url: String, status: Int)
-    /// The Redis connection or command failed (hiredis' message).
+    /// The Redis connection or command failed: the node, and the server's or the connection's
+    /// message (never a password).
     case redis(String)
     /// A blocking call was made on a SwiftNIO event loop, which it would stall (or deadlock).
     case calledOnEventLoop
