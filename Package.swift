@@ -140,7 +140,7 @@ let package = Package(
         // Against real servers on loopback (nginx, redis-server), started and stopped by the tests.
         .testTarget(
             name: "BlobCacheRemoteTests",
-            dependencies: ["BlobCache", "BlobCacheRemote", "blobcache"]
+            dependencies: ["BlobCache", "BlobCacheRemote", "blobcache", .product(name: "NIOPosix", package: "swift-nio")]
         ),
         // `blobcache serve` with real clients (ccache, curl).
         .testTarget(

@@ -21,6 +21,8 @@ public enum RemoteStores {
     /// - `redis://[[user]:password@]host[:port][/db][/prefix]`: a `RedisRemoteStore` (port
     ///   6379, database 0, prefix `blobcache` by default). A password is sent as `AUTH`, with
     ///   the user for an ACL user; `db` (digits, and only when a prefix follows) is `SELECT`ed.
+    /// - `rediss://…[?ca=/path/ca.pem]` (TLS), `redis+cluster://host1:port1,host2:port2/prefix`
+    ///   and `rediss+cluster://…` (Redis Cluster): see `RedisLocation`.
     ///
     /// `timeout` bounds each remote call as a whole; `maxObjectBytes` bounds what one answer
     /// may bring. Throws `RemoteStoreError.invalidURL` for anything else.
@@ -29,6 +31,7 @@ public enum RemoteStores {
     public static func store(url text: String, timeout: Duration = defaultTimeout,
                              maxObjectBytes: Int = HTTPRemoteStore.maxObjectBytes) throws -> any RemoteStore {
         let shown = redacted(text)
+        if let store = try RedisLocation.store(url: text, timeout: timeout, maxObjectBytes: maxObjectBytes) { return store }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
             throw RemoteStoreError.invalidURL(shown, reason: "expected http://HOST/PATH, https://HOST/PATH or redis://HOST:PORT/PREFIX")
         }
