@@ -69,9 +69,50 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
+    /// redis-server serving TLS only (no plain port) on `port`, with a certificate for the DNS
+    /// name `localhost` (not for the address 127.0.0.1) signed by the CA in `caFile`; made with
+    /// openssl in the server's folder on first start. `otherCAFile` is a CA that signed nothing here.
+    static func redisTLS(_ extra: [String] = []) throws -> LoopbackServer {
+        try LoopbackServer(name: "redis-tls") { port, folder in
+            makeCertificates(in: folder)
+            return (Self.redisPath!, ["--port", "0", "--tls-port", "\(port)", "--bind", "127.0.0.1",
+                                      "--tls-cert-file", folder + "/server.pem", "--tls-key-file", folder + "/server.key",
+                                      "--tls-ca-cert-file", folder + "/ca.pem", "--tls-auth-clients", "no",
+                                      "--save", "", "--appendonly", "no", "--dir", folder, "--daemonize", "no", "--loglevel", "warning"] + extra)
+        }
+    }
+
+    /// A redis-server in cluster mode, not yet part of a cluster (`LoopbackCluster` joins them);
+    /// its cluster bus on another free port, since `port + 10000` may be past 65535.
+    static func redisClusterNode() throws -> LoopbackServer {
+        let bus = try freePort()
+        return try redis(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+                          "--cluster-port", "\(bus)"])
+    }
+
+    /// The CA, server certificate and key a TLS test needs, in `folder`.
+    private static func makeCertificates(in folder: String) {
+        guard !FileManager.default.fileExists(atPath: folder + "/server.pem"), let openssl = opensslPath else { return }
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try? "subjectAltName=DNS:localhost\n".write(toFile: folder + "/san.cnf", atomically: true, encoding: .utf8)
+        for ca in ["ca", "other-ca"] {
+            _ = try? runProgram(openssl, ["req", "-x509"] + curve + ["-keyout", "\(folder)/\(ca).key", "-out", "\(folder)/\(ca).pem",
+                                          "-days", "2", "-subj", "/CN=BlobCache test \(ca)"])
+        }
+        _ = try? runProgram(openssl, ["req"] + curve + ["-keyout", folder + "/server.key", "-out", folder + "/server.csr", "-subj", "/CN=localhost"])
+        _ = try? runProgram(openssl, ["x509", "-req", "-in", folder + "/server.csr", "-CA", folder + "/ca.pem", "-CAkey", folder + "/ca.key",
+                                      "-CAcreateserial", "-out", folder + "/server.pem", "-days", "2", "-extfile", folder + "/san.cnf"])
+    }
+
+    /// The test CA that signed a `redisTLS()` server's certificate.
+    var caFile: String { folder + "/ca.pem" }
+    /// A CA that signed nothing the server holds.
+    var otherCAFile: String { folder + "/other-ca.pem" }
+
     static let nginxPath = installed("nginx", in: ["/usr/sbin", "/usr/bin"])
     static let redisPath = installed("redis-server", in: ["/usr/bin", "/usr/sbin"])
     static let redisCLIPath = installed("redis-cli", in: ["/usr/bin"])
+    static let opensslPath = installed("openssl", in: ["/usr/bin"])
 
     /// Where the program is installed, if it is.
     static func installed(_ program: String, in folders: [String]) -> String? {
@@ -126,7 +167,7 @@ final class LoopbackServer: @unchecked Sendable {
     }
 
     /// A port the kernel just handed out on loopback (bound to port 0, then released).
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
