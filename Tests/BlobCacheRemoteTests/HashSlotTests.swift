@@ -26,4 +26,14 @@ struct HashSlotTests {
         #expect(slot("hello") == 866)
     }
 
+    @Test("slots agree with CLUSTER KEYSLOT on a real cluster node", .enabled(if: RemoteTierTests.haveRedis, "redis-server is not installed"))
+    func agreesWithRedis() throws {
+        let node = try LoopbackServer.redisClusterNode()
+        let keys = ["123456789", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "blobcache:blob:5d41402abc4b2a76b9719d911017c592",
+                    "", "é{ü}", "a{b}c{d}"]
+        for key in keys {
+            let answer = try runProgram(LoopbackServer.redisCLIPath!, ["-p", "\(node.port)", "cluster", "keyslot", key])
+            #expect(Int(answer.output.trimmingCharacters(in: .whitespacesAndNewlines)) == HashSlot.of(Array(key.utf8)), "\(key)")
+        }
+    }
 }

@@ -33,7 +33,7 @@ struct RemoteTierTests {
     ]
 
     /// Sets every value in one cache, then reads them in another on another directory.
-    private func share(through store: any RemoteStore) throws {
+    func share(through store: any RemoteStore) throws {
         let scratch = Scratch()
         let writer = try BlobCache(directory: scratch.sub("a"), configuration: Self.configuration(store))
         for (key, value) in Self.values { try writer.set(value, forKey: key) }
