@@ -1,13 +1,24 @@
 import Foundation
 
 /// A Redis Cluster of three masters on loopback, made with `redis-cli --cluster create`; ready
-/// (every node says `cluster_state:ok`) when `init` returns; stopped when dropped.
+/// (every node says `cluster_state:ok`) when `init` returns; stopped when dropped. With `tls`,
+/// every node speaks TLS only, with a certificate for 127.0.0.1 signed by `caFile`.
 final class LoopbackCluster {
     let nodes: [LoopbackServer]
+    /// The CA file of a TLS cluster's certificates (their folder is removed when dropped).
+    let caFile: String?
+    private let certificates: Scratch?
+    /// What redis-cli needs to reach the nodes.
+    private let cliOptions: [String]
 
-    init(masters: Int = 3) throws {
-        nodes = try (0..<masters).map { _ in try LoopbackServer.redisClusterNode() }
-        let create = try runProgram(LoopbackServer.redisCLIPath!, ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
+    init(masters: Int = 3, tls: Bool = false) throws {
+        certificates = tls ? Scratch() : nil
+        if let certificates { LoopbackServer.makeCertificates(in: certificates.path, names: "IP:127.0.0.1,DNS:localhost") }
+        caFile = certificates.map { $0.path + "/ca.pem" }
+        cliOptions = caFile.map { ["--tls", "--cacert", $0] } ?? []
+        let folder = certificates?.path
+        nodes = try (0..<masters).map { _ in try LoopbackServer.redisClusterNode(tlsCertificates: folder) }
+        let create = try runProgram(LoopbackServer.redisCLIPath!, cliOptions + ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
                                     + ["--cluster-replicas", "0", "--cluster-yes"])
         guard create.status == 0 else { throw ClusterError.notCreated(create.output + create.error) }
         try waitUntilOK()
@@ -25,7 +36,7 @@ final class LoopbackCluster {
 
     /// `redis-cli -p PORT ARGUMENTS…` on `node`, its output.
     func cli(_ arguments: [String], on node: LoopbackServer) throws -> String {
-        try runProgram(LoopbackServer.redisCLIPath!, ["-p", "\(node.port)"] + arguments).output
+        try runProgram(LoopbackServer.redisCLIPath!, cliOptions + ["-p", "\(node.port)"] + arguments).output
     }
 
     /// The node's cluster id.

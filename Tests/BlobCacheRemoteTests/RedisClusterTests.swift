@@ -115,6 +115,19 @@ struct RedisClusterTests {
         #expect { try wrong.get(Self.object(0)) } throws: { "\($0)".contains("WRONGPASS") && !"\($0)".contains("nope") }
     }
 
+    @Test("rediss+cluster://: a TLS-only cluster, its nodes' certificates checked against the CA and their addresses",
+          .enabled(if: haveRedis && LoopbackServer.opensslPath != nil, "redis-server or openssl is not installed"))
+    func tlsCluster() throws {
+        let cluster = try LoopbackCluster(tls: true)
+        let store = try RemoteStores.store(url: "rediss+cluster://\(cluster.seeds)/secure?ca=\(cluster.caFile!)")
+        for index in 0..<200 { try store.put(Self.object(index), bytes: Self.value(index, 0), expiresAt: nil) }
+        for index in 0..<200 { #expect(try store.get(Self.object(index)) == Self.value(index, 0)) }
+        let counts = try cluster.nodes.map { try cluster.keyCount(on: $0) }
+        #expect(counts.allSatisfy { $0 > 0 } && counts.reduce(0, +) == 200, "\(counts)")
+        let plain = try RemoteStores.store(url: "redis+cluster://\(cluster.seeds)/secure", timeout: .seconds(1))
+        #expect(throws: RemoteStoreError.self) { try plain.get(Self.object(0)) }
+    }
+
     @Test("no seed answering fails the call within its timeout")
     func noSeed() throws {
         let store = try RemoteStores.store(url: "redis+cluster://127.0.0.1:1,127.0.0.1:2/x", timeout: .seconds(1))

@@ -72,29 +72,34 @@ final class LoopbackServer: @unchecked Sendable {
     /// redis-server serving TLS only (no plain port) on `port`, with a certificate for the DNS
     /// name `localhost` (not for the address 127.0.0.1) signed by the CA in `caFile`; made with
     /// openssl in the server's folder on first start. `otherCAFile` is a CA that signed nothing here.
-    static func redisTLS(_ extra: [String] = []) throws -> LoopbackServer {
+    /// With `certificates`, the files are taken from that folder instead (`makeCertificates`).
+    static func redisTLS(_ extra: [String] = [], certificates: String? = nil) throws -> LoopbackServer {
         try LoopbackServer(name: "redis-tls") { port, folder in
-            makeCertificates(in: folder)
+            let files = certificates ?? folder
+            if certificates == nil { makeCertificates(in: folder, names: "DNS:localhost") }
             return (Self.redisPath!, ["--port", "0", "--tls-port", "\(port)", "--bind", "127.0.0.1",
-                                      "--tls-cert-file", folder + "/server.pem", "--tls-key-file", folder + "/server.key",
-                                      "--tls-ca-cert-file", folder + "/ca.pem", "--tls-auth-clients", "no",
+                                      "--tls-cert-file", files + "/server.pem", "--tls-key-file", files + "/server.key",
+                                      "--tls-ca-cert-file", files + "/ca.pem", "--tls-auth-clients", "no",
                                       "--save", "", "--appendonly", "no", "--dir", folder, "--daemonize", "no", "--loglevel", "warning"] + extra)
         }
     }
 
     /// A redis-server in cluster mode, not yet part of a cluster (`LoopbackCluster` joins them);
-    /// its cluster bus on another free port, since `port + 10000` may be past 65535.
-    static func redisClusterNode() throws -> LoopbackServer {
-        let bus = try freePort()
-        return try redis(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
-                          "--cluster-port", "\(bus)"])
+    /// its cluster bus on another free port, since `port + 10000` may be past 65535. With
+    /// `tlsCertificates`, clients and the cluster bus speak TLS only, with those files.
+    static func redisClusterNode(tlsCertificates: String? = nil) throws -> LoopbackServer {
+        let cluster = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+                       "--cluster-port", "\(try freePort())"]
+        guard let tlsCertificates else { return try redis(cluster) }
+        return try redisTLS(cluster + ["--tls-cluster", "yes"], certificates: tlsCertificates)
     }
 
-    /// The CA, server certificate and key a TLS test needs, in `folder`.
-    private static func makeCertificates(in folder: String) {
+    /// A CA (`ca.pem`), a server certificate for `names` (`server.pem`, `server.key`) and a CA
+    /// that signed nothing (`other-ca.pem`), in `folder`, unless already there.
+    static func makeCertificates(in folder: String, names: String) {
         guard !FileManager.default.fileExists(atPath: folder + "/server.pem"), let openssl = opensslPath else { return }
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try? "subjectAltName=DNS:localhost\n".write(toFile: folder + "/san.cnf", atomically: true, encoding: .utf8)
+        try? "subjectAltName=\(names)\n".write(toFile: folder + "/san.cnf", atomically: true, encoding: .utf8)
         for ca in ["ca", "other-ca"] {
             _ = try? runProgram(openssl, ["req", "-x509"] + curve + ["-keyout", "\(folder)/\(ca).key", "-out", "\(folder)/\(ca).pem",
                                           "-days", "2", "-subj", "/CN=BlobCache test \(ca)"])
