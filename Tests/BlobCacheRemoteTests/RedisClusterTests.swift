@@ -128,6 +128,30 @@ struct RedisClusterTests {
         #expect(throws: RemoteStoreError.self) { try plain.get(Self.object(0)) }
     }
 
+    @Test("CLUSTERDOWN is retried until the call's deadline, then fails; once the slot is served again, calls succeed",
+          .enabled(if: haveRedis, "redis-server is not installed"))
+    func clusterDown() throws {
+        let cluster = try LoopbackCluster()
+        let store = try RemoteStores.store(url: "redis+cluster://\(cluster.seeds)/down", timeout: .milliseconds(800)) as! RedisRemoteStore
+        try store.put(Self.object(0), bytes: Self.value(0, 0), expiresAt: nil)
+        let slot = HashSlot.of(Array(store.redisKey(of: Self.object(0)).utf8))
+        let owner = try #require(try cluster.nodes.first { try cluster.cli(["cluster", "countkeysinslot", "\(slot)"], on: $0).hasPrefix("1") })
+        _ = try cluster.cli(["cluster", "delslots", "\(slot)"], on: owner)
+
+        let start = ContinuousClock.now
+        #expect {
+            try store.get(Self.object(0))
+        } throws: { error in
+            "\(error)".contains("CLUSTERDOWN")
+        }
+        let took = ContinuousClock.now - start
+        #expect(took >= .milliseconds(500) && took < .seconds(2), "\(took)")
+
+        _ = try cluster.cli(["cluster", "addslots", "\(slot)"], on: owner)
+        try cluster.waitUntilOK()
+        #expect(try store.get(Self.object(0)) == Self.value(0, 0))
+    }
+
     @Test("no seed answering fails the call within its timeout")
     func noSeed() throws {
         let store = try RemoteStores.store(url: "redis+cluster://127.0.0.1:1,127.0.0.1:2/x", timeout: .seconds(1))
