@@ -73,21 +73,20 @@ let package = Package(
             // Tools/install.sh ship.
             swiftSettings: [.define("BLOBCACHE_TESTING", .when(configuration: .debug))]
         ),
-        // hiredis' headers are found as <hiredis/hiredis.h> (Debian's libhiredis-dev); no
-        // pkg-config, whose -D_FILE_OFFSET_BITS=64 SwiftPM refuses with a warning.
-        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]),
         // The remote tier's stores: HTTP (WebDAV-style PUT, as nginx, ccache and sccache speak
-        // it), S3 (signed with swift-crypto's HMAC) and Redis. The core module keeps no networking dependency.
+        // it), S3 (signed with swift-crypto's HMAC) and Redis (its own RESP client on SwiftNIO, for
+        // TLS and Redis Cluster, which the distributions' hiredis builds lack). The core module
+        // keeps no networking dependency.
         .target(
             name: "BlobCacheRemote",
             dependencies: [
                 "BlobCache",
-                "CHiredis",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // `blobcache serve`: one cache directory as an HTTP cache server (ccache, sccache, Bazel).
@@ -140,7 +139,7 @@ let package = Package(
         // Against real servers on loopback (nginx, redis-server), started and stopped by the tests.
         .testTarget(
             name: "BlobCacheRemoteTests",
-            dependencies: ["BlobCache", "BlobCacheRemote", "blobcache"]
+            dependencies: ["BlobCache", "BlobCacheRemote", "blobcache", .product(name: "NIOPosix", package: "swift-nio")]
         ),
         // `blobcache serve` with real clients (ccache, curl).
         .testTarget(
@@ -169,7 +168,7 @@ if ProcessInfo.processInfo.environment["BLOBCACHE_TESTING"] != nil,
 // `--remote`) are left out, which keeps CI's sanitizer builds from compiling SwiftNIO, BoringSSL
 // and Hummingbird twice more. BLOBCACHE_CORE_ONLY=1 selects this.
 if ProcessInfo.processInfo.environment["BLOBCACHE_CORE_ONLY"] != nil {
-    let network: Set<String> = ["CHiredis", "BlobCacheRemote", "BlobCacheServer", "BlobCacheRemoteTests", "BlobCacheServerTests"]
+    let network: Set<String> = ["BlobCacheRemote", "BlobCacheServer", "BlobCacheRemoteTests", "BlobCacheServerTests"]
     package.targets.removeAll { network.contains($0.name) }
     package.products.removeAll { $0.name == "BlobCacheRemote" }
     if let tool = package.targets.first(where: { $0.name == "blobcache" }) {

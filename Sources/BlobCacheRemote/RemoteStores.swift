@@ -23,6 +23,8 @@ public enum RemoteStores {
     ///   the user for an ACL user; `db` (digits, and only when a prefix follows) is `SELECT`ed.
     /// - `s3://BUCKET[/PREFIX][?endpoint=URL][&region=REGION][&style=path|virtual][&profile=NAME]`:
     ///   an `S3RemoteStore` (`S3Location.parse`), its credentials found by `AWSCredentials.find`.
+    /// - `rediss://…[?ca=/path/ca.pem]` (TLS), `redis+cluster://host1:port1,host2:port2/prefix`
+    ///   and `rediss+cluster://…` (Redis Cluster): see `RedisLocation`.
     ///
     /// `timeout` bounds each remote call as a whole; `maxObjectBytes` bounds what one answer
     /// may bring. Throws `RemoteStoreError.invalidURL` for anything else, and
@@ -32,6 +34,7 @@ public enum RemoteStores {
     public static func store(url text: String, timeout: Duration = defaultTimeout,
                              maxObjectBytes: Int = HTTPRemoteStore.maxObjectBytes) throws -> any RemoteStore {
         let shown = redacted(text)
+        if let store = try RedisLocation.store(url: text, timeout: timeout, maxObjectBytes: maxObjectBytes) { return store }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
             throw RemoteStoreError.invalidURL(shown, reason: "expected http://HOST/PATH, https://HOST/PATH, s3://BUCKET/PREFIX or redis://HOST:PORT/PREFIX")
         }
@@ -73,7 +76,7 @@ public enum RemoteStores {
             return RedisRemoteStore(host: host, port: url.port ?? 6379, prefix: prefix.isEmpty ? "blobcache" : prefix, timeout: timeout,
                                     user: user, password: password, database: database, maxReplyBytes: maxObjectBytes)
         default:
-            throw RemoteStoreError.invalidURL(shown, reason: "unknown scheme '\(scheme)'; expected http, https, s3 or redis")
+            throw RemoteStoreError.invalidURL(shown, reason: "unknown scheme '\(scheme)'; expected http, https, s3, redis, rediss, redis+cluster or rediss+cluster")
         }
     }
 

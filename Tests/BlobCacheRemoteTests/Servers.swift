@@ -91,6 +91,51 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
+    /// redis-server serving TLS only (no plain port) on `port`, with a certificate for the DNS
+    /// name `localhost` (not for the address 127.0.0.1) signed by the CA in `caFile`; made with
+    /// openssl in the server's folder on first start. `otherCAFile` is a CA that signed nothing here.
+    /// With `certificates`, the files are taken from that folder instead (`makeCertificates`).
+    static func redisTLS(_ extra: [String] = [], certificates: String? = nil) throws -> LoopbackServer {
+        try LoopbackServer(name: "redis-tls") { port, folder in
+            let files = certificates ?? folder
+            if certificates == nil { makeCertificates(in: folder, names: "DNS:localhost") }
+            return (Self.redisPath!, ["--port", "0", "--tls-port", "\(port)", "--bind", "127.0.0.1",
+                                      "--tls-cert-file", files + "/server.pem", "--tls-key-file", files + "/server.key",
+                                      "--tls-ca-cert-file", files + "/ca.pem", "--tls-auth-clients", "no",
+                                      "--save", "", "--appendonly", "no", "--dir", folder, "--daemonize", "no", "--loglevel", "warning"] + extra)
+        }
+    }
+
+    /// A redis-server in cluster mode, not yet part of a cluster (`LoopbackCluster` joins them);
+    /// its cluster bus on another free port, since `port + 10000` may be past 65535. With
+    /// `tlsCertificates`, clients and the cluster bus speak TLS only, with those files.
+    static func redisClusterNode(tlsCertificates: String? = nil) throws -> LoopbackServer {
+        let cluster = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+                       "--cluster-port", "\(try freePort())"]
+        guard let tlsCertificates else { return try redis(cluster) }
+        return try redisTLS(cluster + ["--tls-cluster", "yes"], certificates: tlsCertificates)
+    }
+
+    /// A CA (`ca.pem`), a server certificate for `names` (`server.pem`, `server.key`) and a CA
+    /// that signed nothing (`other-ca.pem`), in `folder`, unless already there.
+    static func makeCertificates(in folder: String, names: String) {
+        guard !FileManager.default.fileExists(atPath: folder + "/server.pem"), let openssl = opensslPath else { return }
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try? "subjectAltName=\(names)\n".write(toFile: folder + "/san.cnf", atomically: true, encoding: .utf8)
+        for ca in ["ca", "other-ca"] {
+            _ = try? runProgram(openssl, ["req", "-x509"] + curve + ["-keyout", "\(folder)/\(ca).key", "-out", "\(folder)/\(ca).pem",
+                                          "-days", "2", "-subj", "/CN=BlobCache test \(ca)"])
+        }
+        _ = try? runProgram(openssl, ["req"] + curve + ["-keyout", folder + "/server.key", "-out", folder + "/server.csr", "-subj", "/CN=localhost"])
+        _ = try? runProgram(openssl, ["x509", "-req", "-in", folder + "/server.csr", "-CA", folder + "/ca.pem", "-CAkey", folder + "/ca.key",
+                                      "-CAcreateserial", "-out", folder + "/server.pem", "-days", "2", "-extfile", folder + "/san.cnf"])
+    }
+
+    /// The test CA that signed a `redisTLS()` server's certificate.
+    var caFile: String { folder + "/ca.pem" }
+    /// A CA that signed nothing the server holds.
+    var otherCAFile: String { folder + "/other-ca.pem" }
+
     static let nginxPath = installed("nginx", in: ["/usr/sbin", "/usr/bin"])
     static let weedPath = installed("weed", in: searchPath)
     static let awsPath = installed("aws", in: searchPath)
@@ -98,6 +143,7 @@ final class LoopbackServer: @unchecked Sendable {
     static var searchPath: [String] { (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) }
     static let redisPath = installed("redis-server", in: ["/usr/bin", "/usr/sbin"])
     static let redisCLIPath = installed("redis-cli", in: ["/usr/bin"])
+    static let opensslPath = installed("openssl", in: ["/usr/bin"])
 
     /// Where the program is installed, if it is.
     static func installed(_ program: String, in folders: [String]) -> String? {
@@ -163,7 +209,7 @@ final class LoopbackServer: @unchecked Sendable {
     }
 
     /// A port the kernel just handed out on loopback (bound to port 0, then released).
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

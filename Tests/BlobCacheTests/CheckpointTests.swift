@@ -167,7 +167,7 @@ struct CheckpointTests {
     @Test("a failed checkpoint's backoff ends with its journal: after a rewrite the next one is tried at once (review finding)")
     func backoffEndsWithTheJournal() throws {
         let dir = TemporaryDirectory()
-        let (cache, fileSystem, attempts) = try cacheWhoseFirstCheckpointFails(dir)
+        let (cache, _, attempts) = try cacheWhoseFirstCheckpointFails(dir)
         var count = 0
         try setKeys(cache, from: &count) { attempts.withLock { $0 } == 0 }
         // The rewritten journal is shorter than the failed one's backoff, and holds more than

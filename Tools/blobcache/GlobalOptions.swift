@@ -60,7 +60,7 @@ struct GlobalOptions: ParsableArguments {
 
 #if BLOBCACHE_NETWORK
     @Option(help: ArgumentHelp(
-        "A remote tier shared with other machines: http://[USER:PASS@]HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), s3://BUCKET[/PREFIX][?endpoint=URL&region=R&style=path|virtual&profile=P] (credentials as the AWS CLI finds them), or redis://[[USER]:PASS@]HOST:PORT[/DB]/PREFIX. Misses fall through to it; puts and removes reach it.",
+        "A remote tier shared with other machines: http://[USER:PASS@]HOST/PATH[?layout=flat] (nginx with WebDAV PUT, blobcache serve), s3://BUCKET[/PREFIX][?endpoint=URL&region=R&style=path|virtual&profile=P] (credentials as the AWS CLI finds them), or redis://[[USER]:PASS@]HOST:PORT[/DB]/PREFIX (rediss:// for TLS, ?ca=PEMFILE; redis+cluster://H1:P1,H2:P2/PREFIX for Redis Cluster). Misses fall through to it; puts and removes reach it.",
         valueName: "URL"))
     var remote: String?
 
