@@ -10,6 +10,7 @@ import Foundation
 //   warmup.get.seq    gets from a fresh directory on one thread: every get a remote hit (two
 //                     requests: key record, then blob), checked and written back; per-get latency
 //   warmup.get.x10    the same on 10 threads (awscli's default of 10 requests at a time)
+//   warmup.store.get.seq  the store's own get of the same 2,000 objects, one thread, unchecked
 // The objects' names are written to WORK/warmup.objects for the plain clients.
 
 func remoteWarmup(_ options: Options, threads: Int = 10) throws -> [Measurement] {
@@ -70,6 +71,13 @@ func remoteWarmup(_ options: Options, threads: Int = 10) throws -> [Measurement]
     try parallel.close()
     results.append(Measurement(workload: "warmup.get.x\(threads)", ops: keys.count, seconds: parallelSeconds, bytes: bytes,
                                note: "empty directory, \(threads) threads: every get a remote hit (2 requests)"))
+
+    // The store alone, one thread: the same 2,000 requests without checking or writing back.
+    let objects = zip(keys, blobs).flatMap { [RemoteObject.key($0.0), RemoteObject.blob(BlobID(hashing: $0.1))] }
+    let storeStart = now()
+    for object in objects { let found = try store.get(object); precondition(found != nil) }
+    results.append(Measurement(workload: "warmup.store.get.seq", ops: objects.count, seconds: now() - storeStart, bytes: bytes,
+                               note: "the store's get alone, one thread: 2,000 requests (records and blobs), nothing checked"))
 
     // What the plain clients fetch: every blob and key record.
     var names: [String] = []
