@@ -5,7 +5,8 @@ import NIOPosix
 
 /// One HTTP client for a store, its timeouts the store's, shut down when the last copy of the
 /// store goes. Calls block their thread until the whole response is in (or `timeout` passed),
-/// so they are refused on a SwiftNIO event loop, which they would stall.
+/// so they are refused on a SwiftNIO event loop, which they would stall. A response body over
+/// `maxBodyBytes` (at most 4 GiB, AsyncHTTPClient's limit) is an error.
 final class HTTPTransport: Sendable {
     private let client: HTTPClient
     /// How long one call may take in all, connecting included.
@@ -13,11 +14,14 @@ final class HTTPTransport: Sendable {
     /// The largest response body taken; a longer one is an error.
     let maxBodyBytes: Int
 
-    init(timeout: Duration, maxBodyBytes: Int) {
+    /// `followingRedirects`: whether a 3xx answer is followed (up to 5 times), as a plain HTTP
+    /// server's may be; a signed request is not, since its signature names the host it was for.
+    init(timeout: Duration, maxBodyBytes: Int, followingRedirects: Bool = true) {
         self.timeout = timeout
-        self.maxBodyBytes = maxBodyBytes
+        self.maxBodyBytes = min(max(0, maxBodyBytes), 1 << 32)
         let nanoseconds = Self.nanoseconds(timeout)
-        let configuration = HTTPClient.Configuration(timeout: .init(connect: .nanoseconds(nanoseconds), read: .nanoseconds(nanoseconds)))
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .nanoseconds(nanoseconds), read: .nanoseconds(nanoseconds)))
+        if !followingRedirects { configuration.redirectConfiguration = .disallow }
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 

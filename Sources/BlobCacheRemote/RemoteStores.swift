@@ -38,6 +38,7 @@ public enum RemoteStores {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
             throw RemoteStoreError.invalidURL(shown, reason: "expected http://HOST/PATH, https://HOST/PATH, s3://BUCKET/PREFIX or redis://HOST:PORT/PREFIX")
         }
+        try requireAuthority(of: url, in: text)
         switch scheme {
         case "http", "https":
             var layout = HTTPRemoteStore.Layout.subdirs
@@ -80,17 +81,42 @@ public enum RemoteStores {
         }
     }
 
-    /// `url` with any password replaced by `***`, for messages.
+    /// Refuses what Foundation parsed differently from what was meant, or what no server can
+    /// be: an `@` outside the user and password (a password with an unescaped `/`, `?` or `#`
+    /// moves the host into it), a port outside 1–65535, a fragment.
+    private static func requireAuthority(of url: URL, in text: String) throws {
+        let shown = redacted(text)
+        let rest = text[text.firstRange(of: "://")!.upperBound...]
+        if rest.contains("@"), url.user == nil, url.password == nil {
+            throw RemoteStoreError.invalidURL(shown, reason: "percent-encode '/', '?', '#' and '@' in a user name or password (%2F, %3F, %23, %40)")
+        }
+        if let port = url.port, !(1...65535).contains(port) {
+            throw RemoteStoreError.invalidURL(shown, reason: "the port must be from 1 to 65535")
+        }
+        if url.fragment != nil { throw RemoteStoreError.invalidURL(shown, reason: "a remote URL has no '#' fragment") }
+    }
+
+    /// `url` with any password replaced by `***`, for messages. Everything up to the last `@`
+    /// is taken as the user and password, so a password with an unescaped `/`, `?` or `#` is
+    /// hidden too (with the user name, then).
     ///
     ///     RemoteStores.redacted("redis://:secret@host/x")   // "redis://:***@host/x"
     public static func redacted(_ url: String) -> String {
         guard let scheme = url.firstRange(of: "://") else { return url }
-        let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" }
-        guard let at = authority.lastIndex(of: "@") else { return url }
-        let userinfo = authority[..<at]
+        let rest = url[scheme.upperBound...]
+        guard let at = rest.lastIndex(of: "@") else { return url }
+        let userinfo = rest[..<at]
         let user = userinfo.prefix { $0 != ":" }
+        let hidden: String
+        if user.contains(where: { "/?#".contains($0) }) {
+            hidden = "***"
+        } else if userinfo.contains(":") {
+            hidden = "\(user):***"
+        } else {
+            return url   // a user name alone: nothing secret
+        }
         var shown = url
-        shown.replaceSubrange(userinfo.startIndex..<at, with: userinfo.contains(":") ? "\(user):***" : String(user))
+        shown.replaceSubrange(userinfo.startIndex..<at, with: hidden)
         return shown
     }
 }

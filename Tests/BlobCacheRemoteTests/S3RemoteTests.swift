@@ -128,6 +128,7 @@ struct S3RemoteTests {
                                       environment: ["AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"])
         #expect(unsigned.status == 2)
         #expect(unsigned.error.contains("403"))
+        #expect(unsigned.error.contains("warning: no AWS credentials found"))
         let noProfile = try runProgram(blobcacheTool, ["--remote", remote + "&profile=nobody", "remote", "check"],
                                        environment: ["AWS_SHARED_CREDENTIALS_FILE": "/dev/null"])
         #expect(noProfile.status == 64)

@@ -9,6 +9,8 @@ limits. Prints the port on its first line, then answers every connection in MODE
   redis-array    reads a command, then answers an array of SIZE integers
   http-trickle   reads a request head, then answers 200 with a body of SIZE bytes (default
                  64), 4 bytes a second
+  s3-redirect    reads a request head, then answers 301 as S3 does for a bucket in another
+                 region (x-amz-bucket-region: eu-west-1), its Location this server again
 
 It prints "request" on a line of its own each time a request has arrived, so that a test can
 wait for its client to be inside the call.
@@ -58,6 +60,11 @@ def serve(connection, mode, size):
             element = b":0\r\n" * 4096
             for _ in range(0, size, 4096):
                 connection.sendall(element)
+        elif mode == "s3-redirect":
+            body = b"<?xml version='1.0'?><Error><Code>PermanentRedirect</Code><Message>elsewhere</Message></Error>"
+            port = connection.getsockname()[1]
+            connection.sendall(b"HTTP/1.1 301 Moved Permanently\r\nx-amz-bucket-region: eu-west-1\r\n"
+                               b"Location: http://127.0.0.1:%d/moved\r\nContent-Length: %d\r\n\r\n" % (port, len(body)) + body)
         elif mode == "http-trickle":
             trickle(connection, b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length, b"y" * length, 0.25)
     except OSError:

@@ -238,11 +238,18 @@ extension GlobalOptions {
             }
             timeout = .milliseconds(Int64((remoteTimeout * 1000).rounded(.up)))
         }
+        let store: any RemoteStore
         do {
-            return try RemoteStores.store(url: remote, timeout: timeout)
+            store = try RemoteStores.store(url: remote, timeout: timeout)
         } catch {
             throw ValidationError("--remote: \(error)")
         }
+        // Unsigned requests are right for a public bucket, and a puzzle (403 on every call) for a
+        // private one whose keys were expected to be found.
+        if let bucket = store as? S3RemoteStore, !bucket.isSigned, !quiet {
+            Failure.say("warning: no AWS credentials found (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials); requests to \(bucket) go unsigned")
+        }
+        return store
     }
 }
 #endif

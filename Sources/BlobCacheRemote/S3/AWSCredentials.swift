@@ -5,11 +5,13 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The keys an S3 request is signed with: found as the AWS CLI and SDKs find them, so a
-/// machine set up for `aws s3` needs nothing more.
+/// The keys an S3 request is signed with: from the environment or the shared credentials file,
+/// as the AWS CLI reads them. Instance, container and single-sign-on credentials (IMDS, ECS,
+/// web identity, SSO, `credential_process`) are not read. Printing it never shows the secret
+/// or the session token.
 ///
 ///     let credentials = try AWSCredentials.find()   // nil: no keys anywhere, requests go unsigned
-public struct AWSCredentials: Sendable, Equatable {
+public struct AWSCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The access key id (`AKIA…`): not secret, shown in logs.
     public let accessKeyID: String
     /// The secret access key: never shown.
@@ -25,6 +27,17 @@ public struct AWSCredentials: Sendable, Equatable {
         self.secretAccessKey = secretAccessKey
         self.sessionToken = sessionToken
     }
+
+    /// `AWSCredentials(AKID…, secret ***)`: the access key id only.
+    public var description: String {
+        "AWSCredentials(\(accessKeyID), secret ***\(sessionToken == nil ? "" : ", session token ***"))"
+    }
+
+    /// The same as `description`.
+    public var debugDescription: String { description }
+
+    /// The access key id only, so `dump` and test failures never show the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["accessKeyID": accessKeyID], displayStyle: .struct) }
 
     /// Why credentials could not be read.
     public enum LookupError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -55,8 +68,9 @@ public struct AWSCredentials: Sendable, Equatable {
     ///     let credentials = try AWSCredentials.find(profile: "ci")
     public static func find(profile: String? = nil,
                             environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AWSCredentials? {
-        let file = environment["AWS_SHARED_CREDENTIALS_FILE"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (environment["HOME"] ?? "") + "/.aws/credentials"
+        let home = environment["HOME"] ?? ""
+        var file = environment["AWS_SHARED_CREDENTIALS_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? "~/.aws/credentials"
+        if file.hasPrefix("~/") { file = home + file.dropFirst() }
         if let profile { return try fromFile(file, profile: profile, required: true) }
         let key = environment["AWS_ACCESS_KEY_ID"].flatMap { $0.isEmpty ? nil : $0 }
         let secret = environment["AWS_SECRET_ACCESS_KEY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -87,15 +101,16 @@ public struct AWSCredentials: Sendable, Equatable {
         return AWSCredentials(accessKeyID: key, secretAccessKey: secret, sessionToken: section["aws_session_token"])
     }
 
-    /// An INI text's sections: `[name]` lines, then `key = value` lines; `#` and `;` start comments.
+    /// An INI text's sections: `[name]` lines (a comment may follow), then `key = value` lines;
+    /// lines starting with `#` or `;` are comments. A byte order mark is skipped.
     static func sections(of text: String) -> [String: [String: String]] {
         var sections: [String: [String: String]] = [:]
         var current: String?
         for rawLine in text.split(whereSeparator: \.isNewline) {
-            let line = rawLine.trimmingWhitespace()
+            let line = rawLine.trimmingWhitespace().trimmingPrefix("\u{FEFF}")
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-            if line.hasPrefix("[") && line.hasSuffix("]") {
-                let name = line.dropFirst().dropLast().trimmingWhitespace()
+            if line.hasPrefix("["), let close = line.firstIndex(of: "]") {
+                let name = line[line.index(after: line.startIndex)..<close].trimmingWhitespace()
                 current = name
                 sections[name, default: [:]] = sections[name] ?? [:]
                 continue

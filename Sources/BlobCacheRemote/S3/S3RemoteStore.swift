@@ -51,9 +51,10 @@ public struct S3RemoteStore: RemoteStore {
     private let scheme: String, host: String
 
     /// A store in `bucket` under `prefix`. `endpoint` defaults to AWS's for `region`, `style` to
-    /// `.virtual` on AWS and `.path` on any other endpoint; `credentials` `nil` sends requests
-    /// unsigned. Throws `RemoteStoreError.invalidURL` for a bucket name S3 refuses or an
-    /// endpoint that is not `http(s)://host[:port]`.
+    /// `.virtual` on AWS (`.path` for a bucket name with a dot, which AWS's certificates do not
+    /// cover as a host name) and `.path` on any other endpoint; `credentials` `nil` sends
+    /// requests unsigned. Throws `RemoteStoreError.invalidURL` for a bucket name S3 refuses, a
+    /// prefix with a `.` or `..` segment, or an endpoint that is not `http(s)://host[:port]`.
     ///
     ///     let store = try S3RemoteStore(bucket: "cache", endpoint: "http://127.0.0.1:8333", credentials: nil)
     public init(bucket: String, prefix: String = "", endpoint: String? = nil, region: String = "us-east-1",
@@ -62,27 +63,40 @@ public struct S3RemoteStore: RemoteStore {
         guard Self.isValidBucketName(bucket) else {
             throw RemoteStoreError.invalidURL("s3://\(bucket)", reason: "a bucket name is 3 to 63 lowercase letters, digits, dots and hyphens")
         }
-        let server = endpoint ?? "https://s3.\(region).amazonaws.com"
-        guard let separator = server.firstRange(of: "://"), case let scheme = server[..<separator.lowerBound].lowercased(),
-              scheme == "http" || scheme == "https" else {
-            throw RemoteStoreError.invalidURL(server, reason: "the endpoint is http://HOST[:PORT] or https://HOST[:PORT]")
+        let segments = prefix.split(separator: "/")
+        guard !segments.contains(where: { $0 == "." || $0 == ".." }) else {
+            throw RemoteStoreError.invalidURL("s3://\(bucket)/\(prefix)", reason: "a prefix has no '.' or '..' segment")
         }
+        let server = endpoint ?? "https://s3.\(region).amazonaws.com"
+        let shown = RemoteStores.redacted(server)
+        func invalid() -> RemoteStoreError {
+            .invalidURL(shown, reason: "the endpoint is http://HOST[:PORT] or https://HOST[:PORT], without a path, a user or a fragment")
+        }
+        guard let separator = server.firstRange(of: "://"), case let scheme = server[..<separator.lowerBound].lowercased(),
+              scheme == "http" || scheme == "https" else { throw invalid() }
         var authority = String(server[separator.upperBound...])
         while authority.hasSuffix("/") { authority.removeLast() }
-        guard !authority.isEmpty, !authority.contains("/"), !authority.contains("@"), !authority.contains("?") else {
-            throw RemoteStoreError.invalidURL(server, reason: "the endpoint is http://HOST[:PORT] or https://HOST[:PORT], without a path")
+        guard !authority.isEmpty, authority.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && !"/@?#".unicodeScalars.contains($0) })
+        else { throw invalid() }
+        // host, or host:port with a port from 1 to 65535 (an IPv6 literal is bracketed).
+        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") {
+            guard let port = Int(authority[authority.index(after: colon)...]), (1...65535).contains(port),
+                  colon > authority.startIndex else { throw invalid() }
         }
         self.bucket = bucket
-        self.prefix = prefix.split(separator: "/").joined(separator: "/")
+        self.prefix = segments.joined(separator: "/")
         self.endpoint = "\(scheme)://\(authority)"
         self.region = region
-        self.style = style ?? (endpoint == nil ? .virtual : .path)
+        self.style = style ?? (endpoint == nil && !bucket.contains(".") ? .virtual : .path)
         self.timeout = timeout
         self.scheme = scheme
         self.host = self.style == .virtual ? "\(bucket).\(authority)" : authority
         signer = credentials.map { SignatureV4(credentials: $0, region: region, service: "s3") }
-        transport = HTTPTransport(timeout: timeout, maxBodyBytes: maxObjectBytes)
+        transport = HTTPTransport(timeout: timeout, maxBodyBytes: maxObjectBytes, followingRedirects: false)
     }
+
+    /// Whether requests are signed (the store was given credentials).
+    public var isSigned: Bool { signer != nil }
 
     /// `s3://bucket/prefix (endpoint, region, style)`, without any key.
     public var description: String {
@@ -133,13 +147,19 @@ public struct S3RemoteStore: RemoteStore {
         try requireSuccess(response, "DELETE", object)
     }
 
-    /// Throws for an answer outside 2xx, with S3's error code (`<Code>` of its XML body).
+    /// Throws for an answer outside 2xx, with S3's error code (`<Code>` of its XML body) and,
+    /// when S3 says the bucket is in another region (a redirect, which is not followed), that region.
     private func requireSuccess(_ response: HTTPClient.Response, _ method: String, _ object: RemoteObject) throws {
         guard !(200..<300).contains(response.status.code) else { return }
         var code = ""
-        if let body = response.body, case let text = String(buffer: body),
+        // The code comes first in S3's error document: its first KiB is enough.
+        if let body = response.body, let text = body.getString(at: body.readerIndex, length: min(body.readableBytes, 1024)),
            let start = text.firstRange(of: "<Code>"), let end = text[start.upperBound...].firstRange(of: "</Code>") {
-            code = String(text[start.upperBound..<end.lowerBound].prefix(64))
+            code = String(text[start.upperBound..<end.lowerBound].prefix(64).filter { $0.isLetter || $0.isNumber })
+        }
+        if let region = response.headers.first(name: "x-amz-bucket-region"), region != self.region,
+           region.count <= 32, region.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
+            code += (code.isEmpty ? "" : " ") + "(the bucket is in \(region): give region=\(region))"
         }
         throw RemoteStoreError.s3(method: method, url: url(of: object), status: Int(response.status.code), code: code)
     }
