@@ -43,6 +43,9 @@ import compare  # noqa: E402  (the same summaries, flags, ratios and chart as co
 JSON_PATH = os.path.join(ROOT, "docs", "performance.json")
 MARKDOWN_PATH = os.path.join(ROOT, "docs", "PERFORMANCE.md")
 CHART_PATH = os.path.join(ROOT, "docs", "performance.svg")
+# What `Benchmarks/remote.py s3|redis --json` recorded: the remote tier beside the plain clients.
+REMOTE_JSON_PATH = os.path.join(ROOT, "docs", "remote-performance.json")
+REMOTE_TITLES = {"s3": "S3 (SeaweedFS `weed mini`)", "redis": "Redis Cluster (three masters)"}
 DEFAULT_RUNS = 3
 DEFAULT_WORKLOADS = "w1,w2,w3,w4,w5"
 DEFAULT_CORPUS = "/tmp/blobcorpus"
@@ -377,6 +380,8 @@ def render(document):
                "(performance.svg)")
     out.append("")
 
+    out += remote_section()
+
     out += ["## Regenerate", "",
             "From the root of a clone, with a Swift toolchain (6.2 or later) on `PATH` and Python 3 with pip:", "",
             "```sh",
@@ -402,7 +407,8 @@ def render(document):
             "throughput and tail latency, latency with idle and slowloris connections; see "
             "[SERVE.md](SERVE.md)): `python3 Benchmarks/serve_vs_nginx.py`",
             "- `Benchmarks/remote.py` — the remote tier, and `serve`, against nginx on loopback: "
-            "`python3 Benchmarks/remote.py tier` or `python3 Benchmarks/remote.py serve`",
+            "`python3 Benchmarks/remote.py tier` or `python3 Benchmarks/remote.py serve` (its `s3` and `redis` "
+            "runs, with `--json docs/remote-performance.json`, feed the section above)",
             "- `Benchmarks/tree.py` — `blobcache import` and `export` of the corpus as a tree of files, against "
             "`cp -r` (and python-diskcache with `--diskcache`): `python3 Benchmarks/tree.py`",
             "- `Benchmarks/against.py` — this tree against an earlier commit on W1–W5, interleaved: "
@@ -414,6 +420,32 @@ def render(document):
             "cap): `swift package --package-path Benchmarks benchmark`",
             ""]
     return "\n".join(out), compare.chart_svg(table, runs)
+
+
+def remote_section():
+    """The remote tier's warm-up beside the plain clients, from docs/remote-performance.json."""
+    if not os.path.exists(REMOTE_JSON_PATH):
+        return []
+    with open(REMOTE_JSON_PATH) as f:
+        recorded = json.load(f)
+    out = ["## The remote tier: S3 and Redis Cluster", "",
+           "A new machine warming up from a remote: 1,000 values of 64 KiB (the corpus's `synth_64k.bin`) put "
+           "through the remote tier, then read into an empty directory, every get a remote hit: two requests "
+           "(the key record, then the blob), both checked (CRC, MD5 and SHA-256 of the value), and the value "
+           "written back locally. Beside it, on the same server in the same run, plain clients fetch the same "
+           "objects and check nothing. A ratio is BlobCache's requests per second over the plain client's. "
+           "Medians of the rounds; servers on loopback, on the machine above.", ""]
+    for what in ("s3", "redis"):
+        run = recorded.get(what)
+        if not run:
+            continue
+        out += [f"**{REMOTE_TITLES[what]}**, commit `{run['commit']}`, {run['date']}, {run['rounds']} rounds: "
+                f"`{run['command']}`", "", "| measure | value | ratio |", "|---|---|---|"]
+        for row in run["rows"]:
+            ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}×"
+            out.append(f"| {row['measure']} | {row['value']:,.1f} | {ratio} |")
+        out.append("")
+    return out
 
 
 def render_files(document):

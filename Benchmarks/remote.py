@@ -329,6 +329,8 @@ def main():
     parser.add_argument("--corpus", default="/tmp/blobcorpus")
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", metavar="PATH", help="s3 and redis: record the rows under their name in PATH "
+                        "(docs/remote-performance.json feeds docs/PERFORMANCE.md: then run performance.py --render)")
     options = parser.parse_args()
     needed = {"tier": [("nginx", "apt-get install -y nginx wrk"), ("wrk", "apt-get install -y nginx wrk")],
               "serve": [("nginx", "apt-get install -y nginx wrk"), ("wrk", "apt-get install -y nginx wrk")],
@@ -354,6 +356,18 @@ def main():
             print(f"{name:34} {rate:12,.0f} {ratio:9.2f}")
         print(json.dumps([{"measure": n, "opsPerSecond": r, "ratioToNginx": q} for n, r, q in rows]))
         return
+    if options.json:
+        recorded = {}
+        if os.path.exists(options.json):
+            with open(options.json) as f:
+                recorded = json.load(f)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        recorded[options.what] = {"commit": commit, "date": time.strftime("%Y-%m-%d"), "rounds": options.rounds,
+                                  "command": f"python3 Benchmarks/remote.py {options.what} --rounds {options.rounds}",
+                                  "rows": [{"measure": n, "value": v, "ratio": q} for n, v, q in rows]}
+        with open(options.json, "w") as f:
+            json.dump(recorded, f, indent=1)
+            f.write("\n")
     print(f"{'measure':52} {'value':>10} {'ratio':>6}")
     for name, value, ratio in rows:
         print(f"{name:52} {value:10,.1f} {'' if ratio is None else f'{ratio:6.2f}'}")
