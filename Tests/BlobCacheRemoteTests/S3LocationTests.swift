@@ -54,6 +54,7 @@ struct S3LocationTests {
         let credentials = AWSCredentials(accessKeyID: "AKID", secretAccessKey: "hunter2", sessionToken: "tok3n")
         let store = try S3RemoteStore(bucket: "cache", prefix: "ci", endpoint: "http://[::1]:1", credentials: credentials)
         #expect(store.description == "s3://cache/ci (http://[::1]:1, us-east-1, path)")
+        #expect("\(try S3RemoteStore(bucket: "cache", credentials: nil))" == "s3://cache (https://s3.us-east-1.amazonaws.com, us-east-1, virtual, unsigned)")
         var dumped = ""
         dump(store, to: &dumped)
         dump(credentials, to: &dumped)

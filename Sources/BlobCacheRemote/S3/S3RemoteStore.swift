@@ -100,7 +100,7 @@ public struct S3RemoteStore: RemoteStore {
 
     /// `s3://bucket/prefix (endpoint, region, style)`, without any key.
     public var description: String {
-        "s3://\(bucket)/\(prefix) (\(endpoint), \(region), \(style.rawValue)\(signer == nil ? ", unsigned" : ""))"
+        "s3://\(bucket)\(prefix.isEmpty ? "" : "/" + prefix) (\(endpoint), \(region), \(style.rawValue)\(signer == nil ? ", unsigned" : ""))"
     }
 
     /// The object's name in the bucket.
