@@ -40,6 +40,9 @@ final class RedisCluster: Sendable {
         var asking = false
         var redirects = 0
         var pause: Duration = .milliseconds(5)
+        // The TRYAGAIN or CLUSTERDOWN being waited out: when the deadline then cuts a reload or
+        // a send short, that wait, not the cut, is what the caller needs to hear.
+        var waitedOut: String?
         while true {
             let reply: RESPValue
             do {
@@ -50,6 +53,9 @@ final class RedisCluster: Sendable {
                 // The node may be gone (failed over, removed): its slots are looked up afresh
                 // on their next call; the rest of the map, and the nodes serving it, still hold.
                 forget(target)
+                if let waitedOut, ContinuousClock.now >= deadline {
+                    throw RemoteStoreError.redis("\(target): \(waitedOut) until the remote timeout")
+                }
                 throw error
             }
             asking = false
@@ -81,8 +87,13 @@ final class RedisCluster: Sendable {
                 // doubles so that a long one is not hammered.
                 Self.sleep(pause)
                 pause = min(pause * 2, .milliseconds(200))
+                waitedOut = message
                 if words.first == "CLUSTERDOWN" { try? load(until: deadline) }
-                target = try owner(of: slot, until: deadline)
+                do {
+                    target = try owner(of: slot, until: deadline)
+                } catch where ContinuousClock.now >= deadline {
+                    throw RemoteStoreError.redis("\(target): \(message) until the remote timeout")
+                }
             default:
                 return reply
             }
