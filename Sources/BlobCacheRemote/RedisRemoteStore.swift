@@ -43,17 +43,25 @@ public final class RedisRemoteStore: RemoteStore {
     /// The database `SELECT`ed on each new connection (0, Redis's default, sends none).
     public let database: Int
     /// The longest reply taken, in bytes; a longer one is an error and its connection is dropped.
+    /// The initializers clamp it to `0...maxReplyBytesCeiling`.
     public let maxReplyBytes: Int
+    /// The most `maxReplyBytes` can be: 2 GiB, past Redis's own default bulk limit (512 MiB) and
+    /// within what a SwiftNIO buffer holds (4 GiB).
+    ///
+    ///     RedisRemoteStore(maxReplyBytes: .max).maxReplyBytes == RedisRemoteStore.maxReplyBytesCeiling   // true
+    public static let maxReplyBytesCeiling = 1 << 31
     /// TLS settings, or nil for plain TCP.
     ///
     ///     store.tls?.caFile   // "/etc/redis/ca.pem"
     public let tls: RedisTLS?
     private let user: String?
-    private let pool: RedisConnectionPool
+    let pool: RedisConnectionPool
     private let cluster: RedisCluster?
 
     /// A store on `host:port` under `prefix`; `password` (with `user`, for an ACL user) is sent
-    /// as `AUTH` on each new connection; `tls` makes every connection TLS.
+    /// as `AUTH` on each new connection; `tls` makes every connection TLS. A port outside
+    /// `RedisEndpoint.ports` makes every call fail (`RemoteStoreError.redis`) rather than this
+    /// initializer, which does not throw.
     ///
     ///     let store = RedisRemoteStore(host: "127.0.0.1", port: 6379, prefix: "blobcache")
     public init(host: String = "127.0.0.1", port: Int = 6379, prefix: String = "blobcache", timeout: Duration = .seconds(2),
@@ -66,11 +74,12 @@ public final class RedisRemoteStore: RemoteStore {
         self.prefix = prefix
         self.timeout = timeout
         self.database = database
-        self.maxReplyBytes = maxReplyBytes
+        let limit = min(max(maxReplyBytes, 0), Self.maxReplyBytesCeiling)
+        self.maxReplyBytes = limit
         self.tls = tls
         self.user = password == nil ? nil : user
         pool = RedisConnectionPool(settings: RedisConnectionSettings(
-            tls: tls.map(RedisTLSContext.init), credentials: password.map { (user, $0) }, database: database, limit: maxReplyBytes))
+            tls: tls.map(RedisTLSContext.init), credentials: password.map { RedisCredentials(user: user, password: $0) }, database: database, limit: limit))
         cluster = nil
     }
 
@@ -90,11 +99,12 @@ public final class RedisRemoteStore: RemoteStore {
         self.prefix = prefix
         self.timeout = timeout
         database = 0
-        self.maxReplyBytes = maxReplyBytes
+        let limit = min(max(maxReplyBytes, 0), Self.maxReplyBytesCeiling)
+        self.maxReplyBytes = limit
         self.tls = tls
         self.user = password == nil ? nil : user
         pool = RedisConnectionPool(settings: RedisConnectionSettings(
-            tls: tls.map(RedisTLSContext.init), credentials: password.map { (user, $0) }, database: 0, limit: maxReplyBytes))
+            tls: tls.map(RedisTLSContext.init), credentials: password.map { RedisCredentials(user: user, password: $0) }, database: 0, limit: limit))
         cluster = RedisCluster(seeds: seeds, pool: pool)
     }
 

@@ -30,7 +30,8 @@ struct RESPDecodingError: Error, CustomStringConvertible {
 /// RESP2 replies out of a connection's bytes. Each reply is checked from its first line
 /// against the shape its command expects (`RESPExpectations`): a bulk string announcing more
 /// than `limit` bytes, or an array where none is expected, is refused before any of its body is
-/// gathered, so a server cannot make a read hold more than the limit. Bytes arriving when no
+/// gathered, so a server cannot make a read hold more than the limit. A slot map (the one
+/// reply with arrays) is held to `RESPSlotMapScan`'s limits instead. Bytes arriving when no
 /// reply is owed are refused too: read later, they would answer the wrong command.
 ///
 ///     ByteToMessageHandler(RESPDecoder(limit: 1 << 20, expectations: expectations))
@@ -47,6 +48,8 @@ struct RESPDecoder: ByteToMessageDecoder {
     /// this bounds what a server can make the decoder build.
     static let maxArrayElements = 1 << 16
     static let maxDepth = 4
+    /// How far the slot map reply now arriving has been checked.
+    private var slotMapScan = RESPSlotMapScan()
 
     init(limit: Int, expectations: RESPExpectations) {
         self.limit = limit
@@ -58,12 +61,23 @@ struct RESPDecoder: ByteToMessageDecoder {
         guard let shape = expectations.next else {
             throw RESPDecodingError(description: "the server sent bytes no command asked for")
         }
-        var cursor = buffer
-        guard let value = try parse(&cursor, shape: shape, depth: 0) else { return .needMoreData }
-        buffer = cursor
+        guard let value = try decodeValue(&buffer, shape: shape) else { return .needMoreData }
         expectations.removeFirst()
         context.fireChannelRead(wrapInboundOut(value))
         return .continue
+    }
+
+    /// The next reply of `shape`, taken from `buffer`, or nil (nothing taken) until it has all
+    /// arrived. A slot map is scanned as it arrives and parsed once whole (`RESPSlotMapScan`).
+    mutating func decodeValue(_ buffer: inout ByteBuffer, shape: RESPShape) throws -> RESPValue? {
+        if shape == .slotMap {
+            guard try slotMapScan.isComplete(buffer) else { return nil }
+            slotMapScan.reset()
+        }
+        var cursor = buffer
+        guard let value = try parse(&cursor, shape: shape, depth: 0) else { return nil }
+        buffer = cursor
+        return value
     }
 
     mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
@@ -112,8 +126,9 @@ struct RESPDecoder: ByteToMessageDecoder {
                 throw RESPDecodingError(description: "a malformed bulk string length")
             }
             if length == -1 { return .null }
-            guard length <= limit else { throw refusal(shape) }
-            guard buffer.readableBytes >= length + 2 else { return nil }
+            guard length <= (shape == .slotMap ? RESPSlotMapScan.maxBulkBytes : limit) else { throw refusal(shape) }
+            // Not `length + 2`, which overflows for a length near Int.max.
+            guard buffer.readableBytes - 2 >= length else { return nil }
             let bytes = buffer.readBytes(length: length)!
             guard buffer.readBytes(length: 2) == [13, 10] else { throw RESPDecodingError(description: "a bulk string not ended by CRLF") }
             return .bulk(bytes)
@@ -124,7 +139,8 @@ struct RESPDecoder: ByteToMessageDecoder {
             if count == -1 { return .null }
             guard shape == .slotMap, depth < Self.maxDepth, count <= Self.maxArrayElements else { throw refusal(shape) }
             var elements: [RESPValue] = []
-            elements.reserveCapacity(count)
+            // The count is the server's word: 9 bytes may announce 65,536 elements.
+            elements.reserveCapacity(min(count, 64))
             for _ in 0..<count {
                 guard let element = try parse(&buffer, shape: shape, depth: depth + 1) else { return nil }
                 elements.append(element)

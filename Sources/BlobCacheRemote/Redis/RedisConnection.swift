@@ -1,13 +1,14 @@
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// What every new connection to a store's nodes needs: TLS or not, `AUTH` and `SELECT`, and
 /// the reply limit.
 struct RedisConnectionSettings: Sendable {
     let tls: RedisTLSContext?
     /// The `AUTH` arguments: an ACL user (or none) and a password.
-    let credentials: (user: String?, password: String)?
+    let credentials: RedisCredentials?
     /// `SELECT`ed when not 0 (a cluster has only database 0).
     let database: Int
     /// The longest bulk string a reply may carry.
@@ -25,11 +26,19 @@ struct RedisConnectionSettings: Sendable {
 final class RedisConnection: Sendable {
     let endpoint: RedisEndpoint
     private let channel: any Channel
+    private let received: RESPByteCounter
 
     /// Connects (TLS included, when the settings ask for it), then sends `AUTH` and `SELECT`.
     init(to endpoint: RedisEndpoint, settings: RedisConnectionSettings, until deadline: ContinuousClock.Instant) throws {
         guard MultiThreadedEventLoopGroup.currentEventLoop == nil else { throw RemoteStoreError.calledOnEventLoop }
+        // Checked here, where every connection starts, since the public initializers do not
+        // throw: the C library would take port 70000 as 4464.
+        guard RedisEndpoint.ports.contains(endpoint.port) else {
+            throw RemoteStoreError.redis("\(endpoint): the port must be 1 to 65535")
+        }
         self.endpoint = endpoint
+        let received = RESPByteCounter()
+        self.received = received
         let ssl = try settings.tls?.context()
         let serverName = RedisTLSContext.serverName(for: endpoint.host)
         let limit = settings.limit
@@ -42,6 +51,7 @@ final class RedisConnection: Sendable {
                     if let ssl {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: ssl, serverHostname: serverName))
                     }
+                    try channel.pipeline.syncOperations.addHandler(received)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder(limit: limit, expectations: expectations)))
                     try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(expectations: expectations))
                 }
@@ -52,7 +62,7 @@ final class RedisConnection: Sendable {
             throw RemoteStoreError.redis("\(endpoint): cannot connect: \(error)")
         }
         if let credentials = settings.credentials {
-            let arguments = [Array("AUTH".utf8)] + [credentials.user, credentials.password].compactMap { $0.map { Array($0.utf8) } }
+            let arguments = [Array("AUTH".utf8)] + ([credentials.user, credentials.password] as [String?]).compactMap { $0.map { Array($0.utf8) } }
             if case .error(let message) = try send(arguments, until: deadline) {
                 channel.close(promise: nil)
                 throw RemoteStoreError.redis("\(endpoint): AUTH refused: \(message)")
@@ -70,6 +80,10 @@ final class RedisConnection: Sendable {
 
     /// Whether the connection can take another command (nothing broke it).
     var isOpen: Bool { channel.isActive }
+
+    /// How many bytes of replies (after TLS) have arrived so far: unchanged across a failed
+    /// command when no byte of its answer came back.
+    var bytesReceived: Int { received.count }
 
     /// Sends one command and waits for its reply until `deadline`. The reply must fit `shape`
     /// (checked from its first line); one that does not, a timeout or a broken connection

@@ -11,7 +11,13 @@ public struct RedisEndpoint: Hashable, Sendable, CustomStringConvertible {
     ///     RedisEndpoint(host: "cache.internal").port   // 6379
     public let port: Int
 
-    /// The node at `host:port`.
+    /// The ports a node can listen on. The initializer takes any number, so that it need not
+    /// throw; a connection to a port outside this range fails with `RemoteStoreError.redis`.
+    ///
+    ///     RedisEndpoint.ports.contains(6379)   // true
+    public static let ports = 1...65535
+
+    /// The node at `host:port` (`port` in `ports`, else every call to it fails).
     ///
     ///     let node = RedisEndpoint(host: "cache-1.internal", port: 6380)
     public init(host: String, port: Int = 6379) {
@@ -30,7 +36,7 @@ public struct RedisEndpoint: Hashable, Sendable, CustomStringConvertible {
     ///
     ///     RedisEndpoint(parsing: "10.0.0.2:6381", sameHost: "10.0.0.1")   // 10.0.0.2:6381
     init?(parsing text: Substring, sameHost: String) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), Self.ports.contains(port) else {
             return nil
         }
         var host = String(text[..<colon])

@@ -1,3 +1,4 @@
+import BlobCache
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -14,6 +15,8 @@ import Foundation
 ///   reached through any of the seed nodes listed; credentials apply to every node.
 /// - `rediss+cluster://…[?ca=…]`: the same over TLS.
 ///
+/// A user or password holding `/`, `?`, `#` or `@` percent-encodes them (`%2F`, `%3F`, `%23`,
+/// `%40`); a `#` anywhere is refused, since it would start a fragment.
 /// Ports default to 6379, the prefix to `blobcache`. A cluster has only database 0, so its
 /// URL takes none. Hand-parsed, since Foundation's URL takes one host only.
 ///
@@ -31,8 +34,12 @@ public enum RedisLocation {
         guard ["rediss", "redis+cluster", "rediss+cluster"].contains(scheme) else { return nil }
         let usesTLS = scheme.hasPrefix("rediss")
         let isCluster = scheme.hasSuffix("+cluster")
-        let shown = RemoteStores.redacted(text)
+        let shown = redacted(text)
         func invalid(_ reason: String) -> RemoteStoreError { .invalidURL(shown, reason: reason) }
+        // A '#' starts a fragment, which names nothing here; in a password it must be %23.
+        guard !text.contains("#") else {
+            throw invalid("a '#' starts a URL fragment, which is not taken; percent-encode a '#' in a password as %23")
+        }
 
         var rest = text[separator.upperBound...]
         var query: Substring = ""
@@ -50,10 +57,10 @@ public enum RedisLocation {
             let userinfo = authority[..<at]
             hosts = authority[authority.index(after: at)...]
             let colon = userinfo.firstIndex(of: ":")
-            user = percentDecoded(userinfo[..<(colon ?? userinfo.endIndex)])
+            user = String(userinfo[..<(colon ?? userinfo.endIndex)]).percentDecoded
             guard user != nil else { throw invalid("the user is not properly percent-encoded") }
             if let colon {
-                password = percentDecoded(userinfo[userinfo.index(after: colon)...])
+                password = String(userinfo[userinfo.index(after: colon)...]).percentDecoded
                 guard password != nil else { throw invalid("the password is not properly percent-encoded") }
             }
             if user?.isEmpty == true { user = nil }
@@ -62,10 +69,13 @@ public enum RedisLocation {
             throw invalid("a user needs a password: \(scheme)://USER:PASSWORD@HOST/… (or \(scheme)://:PASSWORD@HOST/…)")
         }
 
+        // The items are never quoted: a password holding a '/' or a '?' ends the authority
+        // early, and its first part would then be taken for a host.
         var seeds: [RedisEndpoint] = []
-        for item in hosts.split(separator: ",", omittingEmptySubsequences: false) {
+        for (number, item) in hosts.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
             guard let endpoint = endpoint(item) else {
-                throw invalid("expected HOST[:PORT]\(isCluster ? ",HOST[:PORT]…" : "") after the scheme, not '\(item)'")
+                throw invalid("expected HOST[:PORT]\(isCluster ? ",HOST[:PORT]…" : "") after the scheme; host \(number + 1) is not"
+                              + " (a '/', '?' or '#' in a password must be percent-encoded: %2F, %3F, %23)")
             }
             seeds.append(endpoint)
         }
@@ -83,10 +93,13 @@ public enum RedisLocation {
 
         var tls = RedisTLS()
         for item in query.split(separator: "&") {
-            let parts = item.split(separator: "=", maxSplits: 1).map { percentDecoded($0) ?? String($0) }
+            let parts = item.split(separator: "=", maxSplits: 1).map { String($0).percentDecoded ?? String($0) }
             switch (parts.first, parts.count) {
             case ("ca", 2) where usesTLS && !parts[1].isEmpty:
-                guard FileManager.default.isReadableFile(atPath: parts[1]) else { throw invalid("cannot read the CA file \(parts[1])") }
+                guard FileManager.default.isReadableFile(atPath: parts[1]) else {
+                    // An '@' in the query may mean a password with a '?' began it: no quote then.
+                    throw invalid(query.contains("@") ? "cannot read the CA file given in ca=" : "cannot read the CA file \(parts[1])")
+                }
                 tls.caFile = parts[1]
             case ("verify", 2) where usesTLS && (parts[1] == "full" || parts[1] == "ca"):
                 tls.verifiesHostname = parts[1] == "full"
@@ -104,17 +117,15 @@ public enum RedisLocation {
                                 password: password, database: database, maxReplyBytes: maxObjectBytes, tls: usesTLS ? tls : nil)
     }
 
-    /// `text` with its `%XX` escapes decoded; nil when one is malformed or the result is not UTF-8.
-    private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var utf8 = text.utf8[...]
-        while let byte = utf8.popFirst() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard utf8.count >= 2, let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(value)
-            utf8 = utf8.dropFirst(2)
-        }
-        return String(validating: bytes, as: UTF8.self)
+    /// `text` for messages, with everything from the scheme to its last '@' hidden when that
+    /// span holds a ':' (a password follows one). Wider than the authority on purpose: a
+    /// password holding '/', '?' or '#' runs past where the authority seems to end.
+    ///
+    ///     RedisLocation.redacted("rediss://:a/b@h/x")   // "rediss://***@h/x"
+    static func redacted(_ text: String) -> String {
+        guard let separator = text.firstRange(of: "://"), let at = text.lastIndex(of: "@"), at > separator.upperBound,
+              text[separator.upperBound..<at].contains(":") else { return text }
+        return String(text[..<separator.upperBound]) + "***" + String(text[at...])
     }
 
     /// `host`, `host:port`, `[v6]` or `[v6]:port`; nil when malformed.

@@ -1,3 +1,4 @@
+import NIOCore
 import NIOSSL
 import Synchronization
 
@@ -58,7 +59,8 @@ final class RedisTLSContext: Sendable {
     /// The name sent for SNI and checked against the certificate: none for an IP address,
     /// which NIOSSL then checks against the peer's address instead.
     static func serverName(for host: String) -> String? {
-        let isAddress = host.contains(":") || host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
-        return isAddress ? nil : host
+        // SwiftNIO's own parser (inet_pton), as NIOSSL decides it: a hand check would take
+        // non-ASCII digits for an address.
+        (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
     }
 }
