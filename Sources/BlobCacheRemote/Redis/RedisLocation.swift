@@ -34,7 +34,7 @@ public enum RedisLocation {
         guard ["rediss", "redis+cluster", "rediss+cluster"].contains(scheme) else { return nil }
         let usesTLS = scheme.hasPrefix("rediss")
         let isCluster = scheme.hasSuffix("+cluster")
-        let shown = redacted(text)
+        let shown = RemoteStores.redacted(text)
         func invalid(_ reason: String) -> RemoteStoreError { .invalidURL(shown, reason: reason) }
         // A '#' starts a fragment, which names nothing here; in a password it must be %23.
         guard !text.contains("#") else {
@@ -115,17 +115,6 @@ public enum RedisLocation {
         }
         return RedisRemoteStore(host: seeds[0].host, port: seeds[0].port, prefix: chosenPrefix, timeout: timeout, user: user,
                                 password: password, database: database, maxReplyBytes: maxObjectBytes, tls: usesTLS ? tls : nil)
-    }
-
-    /// `text` for messages, with everything from the scheme to its last '@' hidden when that
-    /// span holds a ':' (a password follows one). Wider than the authority on purpose: a
-    /// password holding '/', '?' or '#' runs past where the authority seems to end.
-    ///
-    ///     RedisLocation.redacted("rediss://:a/b@h/x")   // "rediss://***@h/x"
-    static func redacted(_ text: String) -> String {
-        guard let separator = text.firstRange(of: "://"), let at = text.lastIndex(of: "@"), at > separator.upperBound,
-              text[separator.upperBound..<at].contains(":") else { return text }
-        return String(text[..<separator.upperBound]) + "***" + String(text[at...])
     }
 
     /// `host`, `host:port`, `[v6]` or `[v6]:port`; nil when malformed.
