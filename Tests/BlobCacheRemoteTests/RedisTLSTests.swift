@@ -1,6 +1,7 @@
 import BlobCache
 import BlobCacheRemote
 import Foundation
+import Synchronization
 import Testing
 
 /// `rediss://` against redis-server's own TLS, with a CA and certificate made by openssl.
@@ -35,6 +36,31 @@ struct RedisTLSTests {
         // Plain RESP to a TLS port gets no answer it can read: an error, on time.
         let plain = RedisRemoteStore(host: "127.0.0.1", port: redis.port, prefix: "tls", timeout: .seconds(1))
         #expect(throws: RemoteStoreError.self) { try plain.get(Self.object) }
+    }
+
+    @Test("a refused handshake is reported as such however the close and the first command interleave",
+          .enabled(if: haveTLS, "redis-server or openssl is not installed"))
+    func refusedHandshakeNamed() throws {
+        let redis = try LoopbackServer.redisTLS()
+        // A new store each time: a new connection, whose handshake fails while the first
+        // command is being written (before, as or after the channel closes). Busy threads make
+        // the calling thread lose the processor between connecting and writing, as a loaded
+        // machine does, so that every order shows up.
+        let busy = Atomic<Bool>(true)
+        let spinners = (0..<4).map { _ in Thread { while busy.load(ordering: .relaxed) {} } }
+        spinners.forEach { $0.start() }
+        defer { busy.store(false, ordering: .relaxed) }
+        var unnamed: [String] = []
+        for _ in 0..<300 {
+            let byAddress = try RemoteStores.store(url: "rediss://127.0.0.1:\(redis.port)/tls?ca=\(redis.caFile)")
+            do {
+                _ = try byAddress.get(Self.object)
+                unnamed.append("no error")
+            } catch {
+                if !"\(error)".lowercased().contains("hostname") { unnamed.append("\(error)") }
+            }
+        }
+        #expect(unnamed.isEmpty, "\(unnamed.count) of 300: \(unnamed.prefix(2))")
     }
 
     @Test("without the CA, or with another CA, the call fails with a TLS error naming the node",

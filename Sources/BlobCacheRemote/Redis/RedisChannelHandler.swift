@@ -20,9 +20,12 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private let expectations: RESPExpectations
     private var waiting: [EventLoopPromise<RESPValue>] = []
     private var failure: (any Error)?
+    /// Where the first failure is also kept for the calling thread.
+    private let firstFailure: RedisFirstFailure
 
-    init(expectations: RESPExpectations) {
+    init(expectations: RESPExpectations, firstFailure: RedisFirstFailure) {
         self.expectations = expectations
+        self.firstFailure = firstFailure
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -54,7 +57,10 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     }
 
     private func fail(with error: any Error) {
-        if failure == nil { failure = error }
+        if failure == nil {
+            failure = error
+            firstFailure.record(error)
+        }
         let promises = waiting
         waiting.removeAll()
         for promise in promises { promise.fail(failure ?? error) }

@@ -27,6 +27,7 @@ final class RedisConnection: Sendable {
     let endpoint: RedisEndpoint
     private let channel: any Channel
     private let received: RESPByteCounter
+    private let firstFailure = RedisFirstFailure()
 
     /// Connects (TLS included, when the settings ask for it), then sends `AUTH` and `SELECT`.
     init(to endpoint: RedisEndpoint, settings: RedisConnectionSettings, until deadline: ContinuousClock.Instant) throws {
@@ -42,6 +43,7 @@ final class RedisConnection: Sendable {
         let ssl = try settings.tls?.context()
         let serverName = RedisTLSContext.serverName(for: endpoint.host)
         let limit = settings.limit
+        let firstFailure = self.firstFailure
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.nanoseconds(try Self.nanoseconds(until: deadline, endpoint: endpoint)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -53,7 +55,7 @@ final class RedisConnection: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(received)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder(limit: limit, expectations: expectations)))
-                    try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(expectations: expectations))
+                    try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(expectations: expectations, firstFailure: firstFailure))
                 }
             }
         do {
@@ -110,7 +112,12 @@ final class RedisConnection: Sendable {
         written.futureResult.whenFailure { reply.fail($0) }
         channel.writeAndFlush(RedisRequest(bytes: bytes, shape: shape, promise: reply), promise: written)
         do {
-            return try reply.futureResult.wait()
+            do {
+                return try reply.futureResult.wait()
+            } catch let error as ChannelError where error == .ioOnClosedChannel || error == .alreadyClosed {
+                // Written after the channel closed: what closed it is the answer.
+                throw firstFailure.error ?? error
+            }
         } catch is Timeout {
             throw RemoteStoreError.redis("\(endpoint): no answer within the remote timeout")
         } catch let error as RESPDecodingError {
