@@ -218,6 +218,17 @@ def s3(options, work):
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=S3_KEYS["AWS_ACCESS_KEY_ID"],
                           aws_secret_access_key=S3_KEYS["AWS_SECRET_ACCESS_KEY"])
     try:
+        # The S3 port accepts before the volume server has room: ready once a PUT is stored.
+        deadline = time.time() + 60
+        while True:
+            try:
+                client.put_object(Bucket="bench", Key="readiness", Body=b"1")
+                client.delete_object(Bucket="bench", Key="readiness")
+                break
+            except Exception:
+                if time.time() > deadline:
+                    sys.exit("remote.py: SeaweedFS stored nothing within 60 s")
+                time.sleep(0.02)  # polling for a stored PUT
         ours, aws, boto = [], [], []
         for round in range(options.rounds):
             prefix = f"warm{round}"

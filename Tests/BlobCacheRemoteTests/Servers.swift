@@ -81,7 +81,7 @@ final class LoopbackServer: @unchecked Sendable {
         // telemetry, WebDAV, Iceberg, Lance and the admin UI are not wanted on a test machine.
         let ports = try (0..<9).map { _ in try freePort(below: 55_000) }
         let environment = ["AWS_ACCESS_KEY_ID": S3Server.accessKey, "AWS_SECRET_ACCESS_KEY": S3Server.secretKey]
-        return try LoopbackServer(name: "seaweedfs", environment: environment) { port, folder in
+        let server = try LoopbackServer(name: "seaweedfs", environment: environment) { port, folder in
             (Self.weedPath!, ["mini", "-dir=\(folder)", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
                               "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
                               "-s3.port=\(port)", "-s3.port.grpc=\(ports[0])", "-master.port=\(ports[1])",
@@ -89,6 +89,17 @@ final class LoopbackServer: @unchecked Sendable {
                               "-filer.port=\(ports[5])", "-filer.port.grpc=\(ports[6])", "-admin.port=\(ports[7])",
                               "-admin.port.grpc=\(ports[8])"])
         }
+        // The S3 port accepts before the volume server has room on a loaded machine: the
+        // server is ready once a signed PUT is stored (outside every prefix the tests use).
+        let probe = try S3RemoteStore(bucket: "blobcache-test", prefix: "readiness", endpoint: "http://127.0.0.1:\(server.port)",
+                                      credentials: S3Server.credentials, timeout: .seconds(5))
+        let deadline = Date().addingTimeInterval(60)
+        while (try? probe.put(.key("probe"), bytes: [1], expiresAt: nil)) == nil {
+            guard Date() < deadline else { throw ServerError.didNotStart("seaweedfs", log: "no PUT stored within 60 s") }
+            usleep(20_000) // polling a condition (a PUT stored), not standing in for one
+        }
+        try probe.delete(.key("probe"))
+        return server
     }
 
     /// redis-server serving TLS only (no plain port) on `port`, with a certificate for the DNS
