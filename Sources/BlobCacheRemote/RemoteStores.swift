@@ -18,13 +18,12 @@ public enum RemoteStores {
     /// - `http://host[:port]/path`, `https://…`: an `HTTPRemoteStore`; `?layout=flat` picks
     ///   the flat layout (default `subdirs`).
     ///   A `user:password@` in the URL is sent as HTTP Basic authentication.
-    /// - `redis://[[user]:password@]host[:port][/db][/prefix]`: a `RedisRemoteStore` (port
-    ///   6379, database 0, prefix `blobcache` by default). A password is sent as `AUTH`, with
-    ///   the user for an ACL user; `db` (digits, and only when a prefix follows) is `SELECT`ed.
     /// - `s3://BUCKET[/PREFIX][?endpoint=URL][&region=REGION][&style=path|virtual][&profile=NAME]`:
     ///   an `S3RemoteStore` (`S3Location.parse`), its credentials found by `AWSCredentials.find`.
-    /// - `rediss://…[?ca=/path/ca.pem]` (TLS), `redis+cluster://host1:port1,host2:port2/prefix`
-    ///   and `rediss+cluster://…` (Redis Cluster): see `RedisLocation`.
+    /// - `redis://[[user]:password@]host[:port][/db][/prefix]` (port 6379, database 0, prefix
+    ///   `blobcache` by default), `rediss://…[?ca=/path/ca.pem]` (TLS),
+    ///   `redis+cluster://host1:port1,host2:port2/prefix` and `rediss+cluster://…` (Redis
+    ///   Cluster): a `RedisRemoteStore`; see `RedisLocation`.
     ///
     /// `timeout` bounds each remote call as a whole; `maxObjectBytes` bounds what one answer
     /// may bring. Throws `RemoteStoreError.invalidURL` for anything else, and
@@ -57,25 +56,6 @@ public enum RemoteStores {
         case "s3":
             return try S3Location.parse(text, environment: ProcessInfo.processInfo.environment)
                 .store(timeout: timeout, maxObjectBytes: maxObjectBytes)
-        case "redis":
-            var segments = url.path.split(separator: "/").map(String.init)
-            var database = 0
-            if segments.count >= 2, let number = Int(segments[0]), segments[0].allSatisfy(\.isASCII) {
-                guard number >= 0 else { throw RemoteStoreError.invalidURL(shown, reason: "the database must be a number from 0") }
-                database = number
-                segments.removeFirst()
-            }
-            let prefix = segments.joined(separator: "/")
-            guard prefix.allSatisfy({ !$0.isWhitespace }) else {
-                throw RemoteStoreError.invalidURL(shown, reason: "the prefix must not contain spaces")
-            }
-            let user = url.user(percentEncoded: false).flatMap { $0.isEmpty ? nil : $0 }
-            let password = url.password(percentEncoded: false)
-            guard password != nil || user == nil else {
-                throw RemoteStoreError.invalidURL(shown, reason: "a user needs a password: redis://USER:PASSWORD@HOST/… (or redis://:PASSWORD@HOST/…)")
-            }
-            return RedisRemoteStore(host: host, port: url.port ?? 6379, prefix: prefix.isEmpty ? "blobcache" : prefix, timeout: timeout,
-                                    user: user, password: password, database: database, maxReplyBytes: maxObjectBytes)
         default:
             throw RemoteStoreError.invalidURL(shown, reason: "unknown scheme '\(scheme)'; expected http, https, s3, redis, rediss, redis+cluster or rediss+cluster")
         }

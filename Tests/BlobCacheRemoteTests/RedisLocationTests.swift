@@ -6,7 +6,7 @@ import Testing
 
 /// The Redis URL forms beyond `redis://`, and the promises every Redis store keeps.
 struct RedisLocationTests {
-    @Test("rediss:// and redis+cluster:// URLs parse into the stores they name")
+    @Test("redis://, rediss:// and redis+cluster:// URLs parse into the stores they name")
     func parsing() throws {
         let ca = FileManager.default.temporaryDirectory.appendingPathComponent("blobcache-ca-\(UUID().uuidString).pem").path
         try Data("not read until a connection".utf8).write(to: URL(fileURLWithPath: ca))
@@ -28,7 +28,10 @@ struct RedisLocationTests {
         let secure = try #require(try RedisLocation.store(url: "rediss+cluster://h1:1,h2:2/x"))
         #expect(secure.isCluster && secure.tls == RedisTLS())
 
-        #expect(try RedisLocation.store(url: "redis://127.0.0.1/x") == nil)
+        let single = try #require(try RedisLocation.store(url: "redis://alice:p%2Fw@127.0.0.1:7000/3/team/ci"))
+        #expect(single.host == "127.0.0.1" && single.port == 7000 && single.database == 3 && single.prefix == "team/ci")
+        #expect(!single.isCluster && single.tls == nil)
+        #expect("\(single)" == "redis://alice@127.0.0.1:7000/3/team/ci")
         #expect(try RedisLocation.store(url: "http://127.0.0.1/x") == nil)
         // Through the CLI's entry point too.
         #expect("\(try RemoteStores.store(url: "redis+cluster://a:1,b:2/p"))" == "redis+cluster://a:1,b:2/p")
@@ -38,7 +41,8 @@ struct RedisLocationTests {
           arguments: ["rediss://:hunter2@h/x?tls=maybe", "rediss://:hunter2@h/x?ca=/nonexistent/ca.pem",
                       "redis+cluster://:hunter2@h1:1,h2:x/p", "redis+cluster://:hunter2@h1:1,,h2:2/p",
                       "redis+cluster://:hunter2@h1:1/0/p", "rediss://:hunter2@h1:1,h2:2/p", "redis+cluster://:hunter2@h1/p?ca=/x",
-                      "rediss://alice@h/p", "rediss://:hunter2@h/a b"])
+                      "rediss://alice@h/p", "rediss://:hunter2@h/a b", "redis://:hunter2@h/x?ca=/etc/ca.pem",
+                      "redis://:hunter2@h/-1/p", "redis://:hunter2@h:70000/p"])
     func refused(url: String) {
         #expect {
             try RemoteStores.store(url: url)

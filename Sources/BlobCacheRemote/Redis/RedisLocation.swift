@@ -5,8 +5,11 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The Redis URLs beyond plain `redis://`: TLS and Redis Cluster.
+/// The Redis URLs, parsed here alone: one server, over TLS, and Redis Cluster.
 ///
+/// - `redis://[[user]:password@]host[:port][/db][/prefix]`: one server. A password is sent as
+///   `AUTH`, with the user for an ACL user; `db` (digits, and only when a prefix follows) is
+///   `SELECT`ed. No query is taken.
 /// - `rediss://[[user]:password@]host[:port][/db][/prefix][?ca=/path/ca.pem]`: one server over
 ///   TLS. `ca=` names a PEM file of the authorities to trust instead of the system's roots;
 ///   `verify=ca` checks the chain but not that the certificate names the host (`verify=full`,
@@ -22,8 +25,8 @@ import Foundation
 ///
 ///     let store = try RedisLocation.store(url: "redis+cluster://10.0.0.1:7000,10.0.0.2:7000/ci")
 public enum RedisLocation {
-    /// The store `text` names, or nil when its scheme is none of `rediss`, `redis+cluster` and
-    /// `rediss+cluster`; throws `RemoteStoreError.invalidURL` (the password hidden) when it is
+    /// The store `text` names, or nil when its scheme is none of `redis`, `rediss`,
+    /// `redis+cluster` and `rediss+cluster`; throws `RemoteStoreError.invalidURL` (the password hidden) when it is
     /// one of them but malformed, or its CA file cannot be read.
     ///
     ///     if let store = try RedisLocation.store(url: url, timeout: .seconds(2)) { use(store) }
@@ -31,7 +34,7 @@ public enum RedisLocation {
                              maxObjectBytes: Int = HTTPRemoteStore.maxObjectBytes) throws -> RedisRemoteStore? {
         guard let separator = text.firstRange(of: "://") else { return nil }
         let scheme = text[..<separator.lowerBound].lowercased()
-        guard ["rediss", "redis+cluster", "rediss+cluster"].contains(scheme) else { return nil }
+        guard ["redis", "rediss", "redis+cluster", "rediss+cluster"].contains(scheme) else { return nil }
         let usesTLS = scheme.hasPrefix("rediss")
         let isCluster = scheme.hasSuffix("+cluster")
         let shown = RemoteStores.redacted(text)
@@ -83,6 +86,9 @@ public enum RedisLocation {
 
         var segments = path.split(separator: "/").map(String.init)
         var database = 0
+        if segments.count >= 2, segments[0].hasPrefix("-"), segments[0].dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) {
+            throw invalid("the database must be a number from 0")
+        }
         if segments.count >= 2, segments[0].allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(segments[0]) {
             guard !isCluster else { throw invalid("a cluster has only database 0; give no /DB") }
             database = number
@@ -137,7 +143,7 @@ public enum RedisLocation {
         }
         guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0 == "@" || $0 == "/" }) else { return nil }
         let number = port.map { Int($0) } ?? 6379
-        guard let number, (1...65535).contains(number) else { return nil }
+        guard let number, RedisEndpoint.ports.contains(number) else { return nil }
         return RedisEndpoint(host: String(host), port: number)
     }
 }
