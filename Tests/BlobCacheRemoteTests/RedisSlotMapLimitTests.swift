@@ -43,18 +43,16 @@ struct RedisSlotMapLimitTests {
         }
     }
 
-    @Test("ranges that overlap, or assign more than 16,384 slots, are refused within the deadline",
+    @Test("ranges that overlap, or assign more than 16,384 slots, are refused before any slot is filled twice",
           arguments: [2, 4096])
     func overlappingRanges(count: Int) throws {
         let server = try FakeRedis { _, _, _ in .reply(FakeRedis.null) }
         let map = FakeRedis.slotMap(Array(repeating: (0, 16383, server.port), count: count))
         let hostile = try FakeRedis { _, _, command in command.first == "CLUSTER" ? .reply(map) : .reply(FakeRedis.null) }
-        let start = ContinuousClock.now
         #expect {
             try Self.store(hostile, timeout: .seconds(2)).get(Self.object)
         } throws: { error in
             "\(error)".contains("twice") || "\(error)".contains("more than 16384 slots")
         }
-        #expect(ContinuousClock.now - start < .seconds(5))
     }
 }
