@@ -12,11 +12,7 @@ import Foundation
 // files' paths are written to WORK/W2.paths for wrk to GET from nginx directly.
 
 func remoteTier(_ options: Options, rounds: Int = 3) throws -> [Measurement] {
-    guard let url = options.remote else { throw WorkloadError.usage("--workloads remote needs --remote URL") }
-    let store = try RemoteStores.store(url: url, timeout: .seconds(10))
-    var configuration = BlobCache.Configuration()
-    configuration.remote = store
-    configuration.remoteQueueLimit = 2 << 30
+    let (store, configuration) = try remoteConfiguration(options, workload: "remote")
     var results: [Measurement] = []
     for (name, file, size, count) in [("W2", "synth_4k.bin", 4096, 10_000), ("W3", "synth_1m.bin", 1 << 20, 1000)] {
         let blobs = try Corpus.blobs(options.corpus + "/" + file, size: size, count: count)
@@ -60,4 +56,15 @@ func remoteTier(_ options: Options, rounds: Int = 3) throws -> [Measurement] {
         }
     }
     return results
+}
+
+/// The store `--remote` names, and a configuration using it whose write-behind queue holds a
+/// whole workload (nothing dropped while it is measured).
+func remoteConfiguration(_ options: Options, workload: String) throws -> (any RemoteStore, BlobCache.Configuration) {
+    guard let url = options.remote else { throw WorkloadError.usage("--workloads \(workload) needs --remote URL") }
+    let store = try RemoteStores.store(url: url, timeout: .seconds(10))
+    var configuration = BlobCache.Configuration()
+    configuration.remote = store
+    configuration.remoteQueueLimit = 2 << 30
+    return (store, configuration)
 }

@@ -14,11 +14,7 @@ import Foundation
 // The objects' names are written to WORK/warmup.objects for the plain clients.
 
 func remoteWarmup(_ options: Options, threads: Int = 10) throws -> [Measurement] {
-    guard let url = options.remote else { throw WorkloadError.usage("--workloads warmup needs --remote URL") }
-    let store = try RemoteStores.store(url: url, timeout: .seconds(10))
-    var configuration = BlobCache.Configuration()
-    configuration.remote = store
-    configuration.remoteQueueLimit = 2 << 30
+    let (store, configuration) = try remoteConfiguration(options, workload: "warmup")
     let blobs = try Corpus.blobs(options.corpus + "/synth_64k.bin", size: 64 << 10, count: 1000)
     let keys = blobs.map(md5Hex)
     let bytes = blobs.count * (64 << 10)
