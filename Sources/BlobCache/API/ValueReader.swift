@@ -1,4 +1,3 @@
-import Synchronization
 import SystemPackage
 
 /// A stored value read in checked chunks (`BlobCache.openValue(forKey:)`): each chunk is handed
@@ -16,7 +15,7 @@ import SystemPackage
 public final class ValueReader: Sendable {
     /// The value's length in bytes.
     public let length: Int
-    private let state: Mutex<ChunkedReadBox>
+    private let state: Locked<ChunkedReadBox>
     private let cache: BlobCache
     /// The blob read (`nil` for a value from the remote tier) and `CacheState.releases` when
     /// its file was opened: what a damage report needs to drop the right entries.
@@ -27,7 +26,7 @@ public final class ValueReader: Sendable {
 
     init(cache: BlobCache, read: ChunkedRead, info: BlobInfo?, releases: UInt64) {
         self.length = read.rawLength
-        self.state = Mutex(ChunkedReadBox(read: read))
+        self.state = Locked(ChunkedReadBox(read: read))
         self.cache = cache
         self.info = info
         self.releases = releases

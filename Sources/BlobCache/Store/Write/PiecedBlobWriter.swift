@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 import SystemPackage
 
 /// Writes a value that arrives in pieces as a pieced loose blob (format version 4) into a
@@ -23,7 +22,7 @@ final class PiecedBlobWriter: @unchecked Sendable {
     private var ended = false
     /// What the queue has written: the file's end, whether a piece was compressed, the first
     /// failure (which ends the set).
-    private let written: Mutex<(offset: Int64, anyPieceCompressed: Bool, failure: (any Error)?)>
+    private let written: Locked<(offset: Int64, anyPieceCompressed: Bool, failure: (any Error)?)>
     private let queue = DispatchQueue(label: "BlobCache.PiecedBlobWriter")
     /// Pieces handed to the queue and not yet written, at most two.
     private let slots = DispatchSemaphore(value: 2)
@@ -40,7 +39,7 @@ final class PiecedBlobWriter: @unchecked Sendable {
         }
         salt = .random(in: 0 ... .max)
         hash = RunningBlobHash(pipeline.hasher)
-        written = Mutex((Int64(PiecedBlobFormat.firstPieceOffset), false, nil))
+        written = Locked((Int64(PiecedBlobFormat.firstPieceOffset), false, nil))
     }
 
     /// Stored bytes written so far (the file's size once finished, header included); a piece
