@@ -18,8 +18,9 @@ extension Engine {
 final class BlobCacheEngine: Engine {
     let cache: BlobCache
     init(directory: String, maxBytes: Int?, compression: CompressionPolicy, packThreshold: Int?, memoryLimit: Int? = nil,
-         encryption: BlobCache.Encryption? = nil) throws {
+         encryption: BlobCache.Encryption? = nil, eviction: EvictionPolicy? = nil) throws {
         var configuration = BlobCache.Configuration()
+        if let eviction { configuration.eviction = eviction }
         configuration.encryption = encryption
         if let memoryLimit { configuration.memoryLimit = memoryLimit }
         configuration.maxStoredBytes = maxBytes

@@ -28,6 +28,9 @@ let usage = """
     get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
     --workloads w6 runs 1 and then 4 processes on one cache, each 20,000 puts and gets of 4 KiB
     values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
+    --workloads eviction replays W5, W7 (a scan mixed in) and W8 (a shifting working set) under
+    each EvictionPolicy at caps of 1/64, 1/32 and 1/16 of the corpus bytes (W7.lru.cap32, ...),
+    with hit ratios; python3 Benchmarks/corpus/make_traces.py writes the W7 and W8 traces.
     --workloads w3codecs runs W3 once per codec (none, lz4, zlib-1) as W3.none, W3.lz4 and
     W3.zlib-1, each put row with the bytes stored on disk (storedBytes in the JSON line).
     --workloads presets runs W1 and W3 once per compression preset (balanced, fastReads,
@@ -244,7 +247,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
 
 func run(_ options: Options) throws -> [Measurement] {
     var results: [Measurement] = []
-    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "encryption", "scale", "presets"].contains($0) } && options.files == nil
+    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "eviction", "encryption", "scale", "presets"].contains($0) } && options.files == nil
     let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
     for workload in options.workloads {
         switch workload {
@@ -313,6 +316,9 @@ func run(_ options: Options) throws -> [Measurement] {
         case "w5":
             guard options.engine == "blobcache" else { continue }
             results.append(try w5(options, corpus: corpus!))
+        case "eviction":
+            guard options.engine == "blobcache" else { continue }
+            results += try evictionRuns(options, corpus: corpus!)
         case "placement":
             results += try placement(options)
         case "latency":

@@ -17,6 +17,12 @@ extension BlobCache {
         public var maxEntries: Int?
         /// Expiry of entries set without one.
         public var defaultExpiry: Expiry = .never
+        /// Which entries go first when the cache is over its limits: `.segmentedLRU` (the
+        /// default), which keeps values used more than once ahead of values used once, or
+        /// `.lru`. A directory may be opened with either; its order carries over.
+        ///
+        ///     configuration.eviction = .lru
+        public var eviction: EvictionPolicy = .segmentedLRU
         /// How new values are compressed: a codec, and the size from which values are stored
         /// raw (`CompressionPolicy`; presets `.balanced`, the default, `.fastReads`, `.smallest`
         /// and `.off`). Setting it replaces `codec` too: set `codec` after it to combine a

@@ -143,7 +143,10 @@ extension CacheState {
         guard let pending = pendingRestore else { return }
         pendingRestore = nil
         var due: [(key: String, time: Int64)] = []
-        do { restoredIndex = try restoredIndex(of: pending, due: &due) } catch {
+        do {
+            restoredIndex = try restoredIndex(of: pending, due: &due)
+            restoredIndex.useSegments(segmented)
+        } catch {
             // Nothing may be written from the empty index left in place.
             if journal.failure == nil { journal.abandon(because: error) }
             throw error
@@ -212,7 +215,7 @@ extension CacheState {
     /// The index the journal's records up to `end` make, replayed from the start; `nil` when
     /// they do not replay cleanly.
     private func replayedIndex(upTo end: Int64) throws -> CacheIndex? {
-        var index = CacheIndex()
+        var index = CacheIndex(segmented: segmented)
         let start = Int64(JournalFormat.headerSize)
         let walk = try MappedFile.withContents(of: journal.descriptor, from: start, size: end, path: journal.path, io: io) { records in
             index.replay(records: records, at: Int(start), salt: journal.header.salt, cipher: journal.cipher)

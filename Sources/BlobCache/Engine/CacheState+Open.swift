@@ -26,7 +26,8 @@ extension CacheState {
         var report = BlobCache.OpenReport()
         let clock = configuration.clock
         let now = Nanoseconds.from(clock.now())
-        var index = CacheIndex()
+        let segmented = configuration.eviction == .segmentedLRU
+        var index = CacheIndex(segmented: segmented)
         var journal: JournalFile?
         var rebuild: String?
         var snapshotCoverage: Int64?
@@ -94,7 +95,7 @@ extension CacheState {
                         // The snapshot or a record after it fails: the whole journal, as without one.
                         _ = try io.remove(files.snapshot)
                         snapshot = nil
-                        index = CacheIndex()
+                        index = CacheIndex(segmented: segmented)
                         walk = try replay(from: Int64(JournalFormat.headerSize))
                     }
                 }

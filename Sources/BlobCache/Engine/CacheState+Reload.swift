@@ -84,7 +84,7 @@ extension CacheState {
             throw BlobCacheError.needsReopen(path: files.root.string, reason: "the journal another process wrote does not fit this open's key: \(error)")
         }
         let fileSize = try io.fileSize(fd, path: path)
-        var fresh = CacheIndex()
+        var fresh = CacheIndex(segmented: segmented)
         var start = Int64(JournalFormat.headerSize), prior = 0
         snapshotCoverage = nil
         if let snapshot = try Self.restoreSnapshot(files: files, io: io, journalSalt: header.salt, journalSize: fileSize,
@@ -108,6 +108,7 @@ extension CacheState {
         journal = JournalFile(path: path, io: io, descriptor: fd, header: header, size: size,
                               recordCount: prior + walk.records, synchronous: journal.synchronous, cipher: journal.cipher)
         if recordsChanges { noteDifferences(from: index, to: fresh) }
+        fresh.useSegments(segmented)
         index = fresh
         // Whatever the other open removed is gone from the memory tier too.
         memory.removeAll()

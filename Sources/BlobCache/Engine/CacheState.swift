@@ -41,6 +41,8 @@ final class CacheState: @unchecked Sendable {
     var limits: BlobCache.Limits
     let clock: any CacheClock
     let accessInterval: Int64
+    /// Whether the index protects used entries (`EvictionPolicy.segmentedLRU`).
+    let segmented: Bool
     /// This open's counts; `lifetimeCounters` adds those saved by earlier opens.
     var counters = BlobCache.Counters()
     /// The counts earlier opens saved in `DIR/stats`, read when first asked for (by
@@ -117,7 +119,9 @@ final class CacheState: @unchecked Sendable {
         self.pipeline = pipeline
         self.store = store
         self.journal = journal
+        segmented = configuration.eviction == .segmentedLRU
         restoredIndex = index
+        restoredIndex.useSegments(segmented)
         self.snapshotCoverage = snapshotCoverage
         self.limits = limits
         clock = configuration.clock

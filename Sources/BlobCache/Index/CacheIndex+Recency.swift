@@ -1,20 +1,71 @@
 // The LRU list: the unpinned entries, linked through their own records from `oldest` to
 // `newest`, so that a use moves an entry in O(1) and eviction takes from one end without a
 // scan; and, per entry, whether the journal already knows its place and last access.
+//
+// Segmented (`segmented`, `EvictionPolicy.segmentedLRU`): the same list in two parts. The
+// entries used again since they were stored (protected) are its newest end, from
+// `protectedOldest` on, and at most half the unpinned entries; the others (probation) are
+// below them. A new entry joins probation at its newest end, a used one moves to the newest
+// end of the list and is protected, and when the protected part outgrows its half its oldest
+// entry drops back to the newest end of probation, where it is: one pointer moves. Eviction
+// still takes the oldest entry, so a scan of values used once evicts only its own kind.
 extension CacheIndex {
-    /// Marks an entry used at `time` and moves it to the most recent end.
+    /// Marks an entry used at `time` and moves it to the most recent end (protected, when
+    /// segmented).
     mutating func touch(slot: Int32, at time: Int64, journaled: Bool) {
         entries[Int(slot)].access = time
         entries[Int(slot)].unmovedSinceRewrite = false
+        let stays = newest == slot && (!segmented || entries[Int(slot)].isProtected)
         if journaled {
             entries[Int(slot)].journaledAccess = time
             entries[Int(slot)].orderJournaled = true
-        } else if !entries[Int(slot)].pinned && newest != slot {
+        } else if !entries[Int(slot)].pinned && !stays {
             entries[Int(slot)].orderJournaled = false
         }
-        guard !entries[Int(slot)].pinned, newest != slot else { return }
+        guard !entries[Int(slot)].pinned, !stays else { return }
         unlink(slot)
+        if segmented { linkProtected(slot) } else { linkNewest(slot) }
+    }
+
+    /// Links a new unpinned entry: the newest end of the list, or of probation when segmented
+    /// (protected when `used`: a rewrite's record of a protected entry, or a value replacing
+    /// one the key held).
+    mutating func linkStored(_ slot: Int32, used: Bool) {
+        guard segmented else { return linkNewest(slot) }
+        if used { return linkProtected(slot) }
+        guard protectedOldest >= 0 else { return linkNewest(slot) }
+        let newer = protectedOldest, older = entries[Int(newer)].older
+        entries[Int(slot)].older = older
+        entries[Int(slot)].newer = newer
+        entries[Int(newer)].older = slot
+        if older >= 0 { entries[Int(older)].newer = slot } else { oldest = slot }
+    }
+
+    /// Links `slot` at the newest end as protected, then keeps the protected part within half
+    /// the unpinned entries by moving its boundary.
+    private mutating func linkProtected(_ slot: Int32) {
         linkNewest(slot)
+        entries[Int(slot)].isProtected = true
+        protectedEntries += 1
+        if protectedOldest < 0 { protectedOldest = slot }
+        while protectedEntries * 2 > entryCount - pinnedEntries, protectedOldest >= 0 {
+            entries[Int(protectedOldest)].isProtected = false
+            protectedEntries -= 1
+            protectedOldest = entries[Int(protectedOldest)].newer
+        }
+    }
+
+    /// Turns segmenting on or off; off, every entry is in probation (the list's order kept).
+    mutating func useSegments(_ on: Bool) {
+        segmented = on
+        guard !on else { return }
+        var cursor = protectedOldest
+        while cursor >= 0 {
+            entries[Int(cursor)].isProtected = false
+            cursor = entries[Int(cursor)].newer
+        }
+        protectedOldest = -1
+        protectedEntries = 0
     }
 
     /// Records that the journal now holds this entry's order and access time.
@@ -77,6 +128,11 @@ extension CacheIndex {
 
     mutating func unlink(_ slot: Int32) {
         let older = entries[Int(slot)].older, newer = entries[Int(slot)].newer
+        if protectedOldest == slot { protectedOldest = newer }
+        if entries[Int(slot)].isProtected {
+            entries[Int(slot)].isProtected = false
+            protectedEntries -= 1
+        }
         if older >= 0 { entries[Int(older)].newer = newer } else { oldest = newer }
         if newer >= 0 { entries[Int(newer)].older = older } else { newest = older }
         entries[Int(slot)].older = -1

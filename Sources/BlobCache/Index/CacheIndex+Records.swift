@@ -14,13 +14,13 @@ extension CacheIndex {
         var blob: Int32
         var older: Int32 = -1
         var newer: Int32 = -1
-        /// The key's length in its low 29 bits, the three flags above them (so that an entry
+        /// The key's length in its low 28 bits, the four flags above them (so that an entry
         /// takes 56 bytes, not 64).
         private var lengthAndFlags: UInt32
 
         init(created: Int64, expiry: Int64, access: Int64, journaledAccess: Int64, keyOffset: UInt32,
              keyLength: UInt32, keyHash: UInt32, blob: Int32, pinned: Bool, orderJournaled: Bool) {
-            precondition(keyLength <= Self.lengthMask, "a key of 512 MiB or more")
+            precondition(keyLength <= Self.lengthMask, "a key of 256 MiB or more")
             self.created = created
             self.expiry = expiry
             self.access = access
@@ -31,7 +31,8 @@ extension CacheIndex {
             lengthAndFlags = keyLength | (pinned ? Self.pinnedBit : 0) | (orderJournaled ? Self.orderJournaledBit : 0)
         }
 
-        private static let lengthMask: UInt32 = (1 << 29) - 1
+        private static let lengthMask: UInt32 = (1 << 28) - 1
+        private static let protectedBit: UInt32 = 1 << 28
         private static let unmovedBit: UInt32 = 1 << 29
         private static let pinnedBit: UInt32 = 1 << 30
         private static let orderJournaledBit: UInt32 = 1 << 31
@@ -39,7 +40,7 @@ extension CacheIndex {
         var keyLength: UInt32 {
             get { lengthAndFlags & Self.lengthMask }
             set {
-                precondition(newValue <= Self.lengthMask, "a key of 512 MiB or more")
+                precondition(newValue <= Self.lengthMask, "a key of 256 MiB or more")
                 lengthAndFlags = lengthAndFlags & ~Self.lengthMask | newValue
             }
         }
@@ -48,6 +49,12 @@ extension CacheIndex {
         var orderJournaled: Bool {
             get { lengthAndFlags & Self.orderJournaledBit != 0 }
             set { lengthAndFlags = newValue ? lengthAndFlags | Self.orderJournaledBit : lengthAndFlags & ~Self.orderJournaledBit }
+        }
+        /// In the protected segment of a segmented LRU (`CacheIndex+Recency.swift`): used again
+        /// since it was stored. Saved by snapshots and by a rewrite's `set` records.
+        var isProtected: Bool {
+            get { lengthAndFlags & Self.protectedBit != 0 }
+            set { lengthAndFlags = newValue ? lengthAndFlags | Self.protectedBit : lengthAndFlags & ~Self.protectedBit }
         }
         /// Set on every entry when a journal rewrite takes its records, cleared when the entry
         /// is used: those still set when the rewrite is installed are where it put them.
@@ -106,7 +113,9 @@ extension CacheIndex {
     /// How entries and blobs lie in memory (strides, field offsets, byte order), hashed: a
     /// snapshot holds them as they lie, so only a build with the same layout may use one.
     static let layoutSignature: UInt64 = {
-        let numbers = Entry.layout + Blob.layout + [MemoryLayout<BlobID>.stride, 1.littleEndian == 1 ? 1 : 2]
+        // The last number names the flags' layout (28: the protected bit joined them at bit
+        // 28), so that a build reading them otherwise refuses the snapshot and replays.
+        let numbers = Entry.layout + Blob.layout + [MemoryLayout<BlobID>.stride, 1.littleEndian == 1 ? 1 : 2, 28]
         return numbers.map { UInt64($0) }.withUnsafeBytes { KeyHash.hash($0, seed: 0x4243_4958) }
     }()
 }

@@ -60,9 +60,10 @@ extension CacheIndex {
     /// `plausibleBlobs` must have passed first.
     static func checkedEntries(_ entries: FlatArray<Entry>, blobs: FlatArray<Blob>, keyBytes: Int,
                                        oldest: Int32, newest: Int32)
-        -> (pinnedEntries: Int, entryLogicalBytes: Int, earliestExpiry: Int64, references: [Int32], pinnedReferences: [Int32])? {
+        -> (pinnedEntries: Int, entryLogicalBytes: Int, earliestExpiry: Int64, references: [Int32], pinnedReferences: [Int32],
+            protectedOldest: Int32, protectedEntries: Int)? {
         entries.withUnsafeBufferPointer { entries in
-            blobs.withUnsafeBufferPointer { blobs -> (Int, Int, Int64, [Int32], [Int32])? in
+            blobs.withUnsafeBufferPointer { blobs -> (Int, Int, Int64, [Int32], [Int32], Int32, Int)? in
                 var references = [Int32](repeating: 0, count: blobs.count)
                 var pinnedReferences = [Int32](repeating: 0, count: blobs.count)
                 var pinned = 0, logical = 0, unpinned = 0, earliest = Int64.max
@@ -74,23 +75,32 @@ extension CacheIndex {
                     logical += Int(blobs[Int(entry.blob)].rawLength)
                     guard logical <= maxTotalBytes else { return nil }
                     if entry.pinned {
+                        guard !entry.isProtected else { return nil }
                         pinnedReferences[Int(entry.blob)] += 1
                         pinned += 1
                     } else {
                         unpinned += 1
                     }
                 }
-                // The chain: from oldest, each newer link points back, ending at newest.
+                // The chain: from oldest, each newer link points back, ending at newest; the
+                // protected entries, if any, are its newest end.
                 var cursor = oldest, previous: Int32 = -1, walked = 0
+                var protectedOldest: Int32 = -1, protected = 0
                 while cursor >= 0 {
                     guard Int(cursor) < entries.count, walked < unpinned, !entries[Int(cursor)].pinned,
                           entries[Int(cursor)].older == previous else { return nil }
+                    if entries[Int(cursor)].isProtected {
+                        if protectedOldest < 0 { protectedOldest = cursor }
+                        protected += 1
+                    } else if protectedOldest >= 0 {
+                        return nil
+                    }
                     previous = cursor
                     cursor = entries[Int(cursor)].newer
                     walked += 1
                 }
                 guard walked == unpinned, previous == newest else { return nil }
-                return (pinned, logical, earliest, references, pinnedReferences)
+                return (pinned, logical, earliest, references, pinnedReferences, protectedOldest, protected)
             }
         }
     }

@@ -25,6 +25,12 @@ struct CacheIndex {
     /// Least recently used unpinned entry, and most recently used.
     var oldest: Int32 = -1
     var newest: Int32 = -1
+    /// Whether used entries are protected (`EvictionPolicy.segmentedLRU`): set only by
+    /// `init(segmented:)` and `useSegments` (internal for that extension).
+    var segmented = false
+    /// The oldest protected entry (-1: none): the protected are it and every newer one.
+    var protectedOldest: Int32 = -1
+    var protectedEntries = 0
 
     private(set) var logicalBytes = 0
     private(set) var storedBytes = 0
@@ -47,6 +53,14 @@ struct CacheIndex {
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed }
 
+    /// An empty index that protects used entries when `segmented` (its replays do as well).
+    ///
+    ///     var index = CacheIndex(segmented: true)
+    init(segmented: Bool) {
+        self.init()
+        self.segmented = segmented
+    }
+
     /// The records of an index as a snapshot keeps them: no free slots, links and reference
     /// counts as they were. (Its two tables are checked apart, by `SlotTable(buckets:slotCount:)`,
     /// and given to the index by `adopt`.)
@@ -56,6 +70,8 @@ struct CacheIndex {
         var keyArena: FlatArray<UInt8>
         var oldest: Int32
         var newest: Int32
+        /// Whether the index that wrote them protected used entries.
+        var segmented = false
     }
 
     /// An index from a snapshot's records, taken as they are (they may lie in a mapped file, so
@@ -74,6 +90,9 @@ struct CacheIndex {
               let totals = Self.checkedEntries(entries, blobs: blobs, keyBytes: keyArena.count, oldest: oldest, newest: newest)
         else { return nil }
         (pinnedEntries, entryLogicalBytes, earliestExpiry) = (totals.pinnedEntries, totals.entryLogicalBytes, totals.earliestExpiry)
+        (protectedOldest, protectedEntries) = (totals.protectedOldest, totals.protectedEntries)
+        segmented = parts.segmented
+        guard segmented || protectedEntries == 0 else { return nil }
         // One pass over the blobs: each one's reference counts checked against its entries',
         // then its lengths summed (they are plausible: checked above).
         for slot in blobs.indices {
@@ -202,7 +221,11 @@ struct CacheIndex {
             namespaces.add(prefix: prefix, blobSlot: blob, footprint: blobs[Int(blob)].info.footprint,
                            rawLength: Int(blobs[Int(blob)].rawLength))
         }
-        if record.pinned { pinnedEntries += 1 } else { linkNewest(slot) }
+        if record.pinned {
+            pinnedEntries += 1
+        } else {
+            linkStored(slot, used: record.isProtected || replaced.map { !entries[Int($0)].pinned } ?? false)
+        }
         return replaced.flatMap { detach(slot: $0, keepingKey: true) }
     }
 

@@ -47,6 +47,9 @@ enum IndexSnapshot {
         /// the end of the furthest record in it: what the open may trim that segment back to.
         let lastSegment: UInt32
         let lastSegmentEnd: Int64
+        /// Written by an index that protects used entries (`CacheIndex.segmented`): its order
+        /// is the segmented LRU's, which a journal replayed as LRU does not reproduce.
+        var segmented = false
 
         var keyBuckets: Int { SlotTable.size(forCapacity: entryCount) }
         var blobBuckets: Int { SlotTable.size(forCapacity: blobCount) }
@@ -79,7 +82,6 @@ enum IndexSnapshot {
 
     /// The header page's fields (docs/FORMAT.md), each named once, so that what
     /// `encodeHeader` writes and `parseHeader` reads cannot disagree on an offset or a size.
-    /// The 4 bytes between `lastSegment` and `lastSegmentEnd` are zero.
     private enum HeaderField {
         /// `magic`'s 4 bytes.
         static let magic = 0
@@ -98,6 +100,8 @@ enum IndexSnapshot {
         static let earliestExpiry = Field<Int64>(offset: 88)
         static let storedBytes = Field<UInt64>(offset: 96)
         static let lastSegment = Field<UInt32>(offset: 104)
+        /// Bit 0: written by an index that protects used entries (the segmented LRU).
+        static let flags = Field<UInt32>(offset: 108)
         static let lastSegmentEnd = Field<Int64>(offset: 112)
         /// CRC32 of every byte of the page before it.
         static let crc = Field<UInt32>(offset: IndexSnapshot.page - 4)
@@ -144,7 +148,7 @@ enum IndexSnapshot {
                             keyBytes: keys.count, oldest: firstUnpinned < order.count ? Int32(firstUnpinned) : -1,
                             newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyDigest: 0,
                             earliestExpiry: entries.lazy.map(\.expiry).min() ?? Int64.max, storedBytes: index.storedBytes,
-                            lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd)
+                            lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd, segmented: index.segmented)
         var file = [UInt8](repeating: 0, count: header.fileSize)
         file.withUnsafeMutableBytes { out in
             func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
@@ -241,6 +245,7 @@ enum IndexSnapshot {
         HeaderField.earliestExpiry.store(header.earliestExpiry, into: out)
         HeaderField.storedBytes.store(UInt64(header.storedBytes), into: out)
         HeaderField.lastSegment.store(header.lastSegment, into: out)
+        HeaderField.flags.store(header.segmented ? 1 : 0, into: out)
         HeaderField.lastSegmentEnd.store(header.lastSegmentEnd, into: out)
         HeaderField.crc.store(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0..<HeaderField.crc.offset])), into: out)
     }
@@ -326,7 +331,8 @@ enum IndexSnapshot {
             blobCount: Int(blobCount), keyBytes: Int(keyBytes),
             oldest: HeaderField.oldest.load(from: image), newest: HeaderField.newest.load(from: image),
             bodyDigest: HeaderField.bodyDigest.load(from: image), earliestExpiry: HeaderField.earliestExpiry.load(from: image),
-            storedBytes: Int(storedBytes), lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd)
+            storedBytes: Int(storedBytes), lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd,
+            segmented: HeaderField.flags.load(from: image) & 1 != 0)
         let fileSize = fileSize ?? image.count
         guard fileSize == header.fileSize else {
             return .failure(.truncated("snapshot has \(fileSize) bytes, its header says \(header.fileSize)"))
@@ -350,7 +356,7 @@ enum IndexSnapshot {
                     entries: FlatArray(mapping: file, offset: header.entriesOffset, count: header.entryCount),
                     blobs: FlatArray(mapping: file, offset: header.blobsOffset, count: header.blobCount),
                     keyArena: FlatArray(mapping: file, offset: header.keysOffset, count: header.keyBytes),
-                    oldest: header.oldest, newest: header.newest))
+                    oldest: header.oldest, newest: header.newest, segmented: header.segmented))
             },
             { intact = bodyIsIntact(file.bytes, header: header) },
             {

@@ -30,7 +30,7 @@ enum JournalRecord: Equatable {
         switch self {
         case .set(let entry):
             writer.append(lengthPrefixed: entry.key)
-            writer.append(entry.pinned ? UInt8(1) : 0)
+            writer.append((entry.pinned ? UInt8(1) : 0) | (entry.isProtected ? 2 : 0))
             Self.encode(entry.blob, into: &writer)
             writer.append(entry.created)
             writer.append(entry.expiry)
@@ -89,4 +89,6 @@ struct EntryRecord: Equatable {
     /// `Int64.max` means never.
     var expiry: Int64
     var access: Int64
+    /// In a segmented LRU's protected segment (flags bit 1; only a rewrite writes it).
+    var isProtected = false
 }

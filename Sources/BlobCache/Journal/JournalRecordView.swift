@@ -41,7 +41,7 @@ enum JournalRecordView {
                   let created = reader.readInt64(), let expiry = reader.readInt64(), let access = reader.readInt64()
             else { return nil }
             record = .set(EntryView(key: key, blob: blob, pinned: flags & 1 != 0, created: created,
-                                    expiry: expiry, access: access))
+                                    expiry: expiry, access: access, isProtected: flags & 2 != 0))
         case .access:
             guard let time = reader.readInt64(), let key = reader.readLengthPrefixedBytes() else { return nil }
             record = .access(key: key, time: time)
@@ -93,6 +93,8 @@ struct EntryView {
     /// `Int64.max` means never.
     var expiry: Int64
     var access: Int64
+    /// In a segmented LRU's protected segment (flags bit 1).
+    var isProtected = false
 }
 
 extension JournalRecord {
@@ -123,7 +125,7 @@ extension EntryRecord {
     /// The owned form of `view` (its key copied into a `String`).
     init(_ view: EntryView) {
         self.init(key: String(decoding: view.key, as: UTF8.self), blob: view.blob, pinned: view.pinned,
-                  created: view.created, expiry: view.expiry, access: view.access)
+                  created: view.created, expiry: view.expiry, access: view.access, isProtected: view.isProtected)
     }
 
     /// Calls `body` with this entry as a view of its key's UTF-8.
@@ -131,7 +133,7 @@ extension EntryRecord {
         var key = key
         return key.withUTF8 {
             body(EntryView(key: UnsafeRawBufferPointer($0), blob: blob, pinned: pinned, created: created,
-                           expiry: expiry, access: access))
+                           expiry: expiry, access: access, isProtected: isProtected))
         }
     }
 }

@@ -57,7 +57,7 @@ struct NamespaceTests {
     @Test("a namespace's byte cap evicts its own least recently used entries, within the global cap")
     func caps() throws {
         let dir = TemporaryDirectory()
-        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.eviction = .lru })
         let small = cache.namespace("small"), other = cache.namespace("other")
         for n in 0..<5 { try other.set(Samples.random(4000, seed: UInt64(100 + n)), forKey: "o\(n)") }
         for n in 0..<5 { try small.set(Samples.random(4000, seed: UInt64(n)), forKey: "s\(n)") }

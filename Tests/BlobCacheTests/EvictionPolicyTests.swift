@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+@testable import BlobCache
+
+@Suite("Eviction policies: LRU and segmented LRU")
+struct EvictionPolicyTests {
+    /// A cache of at most 10 entries holding 6 values used once and 4 used twice (hot).
+    static func cacheWithHotValues(_ dir: TemporaryDirectory, _ policy: EvictionPolicy) throws -> BlobCache {
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 10; $0.eviction = policy })
+        for n in 0..<6 { try cache.set(Array("cold \(n)".utf8), forKey: "cold-\(n)") }
+        for n in 0..<4 { try cache.set(Array("hot \(n)".utf8), forKey: "hot-\(n)") }
+        for n in 0..<4 { #expect(try cache.bytes(forKey: "hot-\(n)") != nil) }
+        return cache
+    }
+
+    /// Stores `count` values used once (a scan), each evicting one entry.
+    static func scan(_ cache: BlobCache, count: Int = 20, tag: String = "scan") throws {
+        for n in 0..<count { try cache.set(Array("\(tag) \(n)".utf8), forKey: "\(tag)-\(n)") }
+    }
+
+    static func hotKeysLeft(_ cache: BlobCache) throws -> Int {
+        try (0..<4).filter { try cache.contains("hot-\($0)") }.count
+    }
+
+    @Test("a scan of values used once evicts no value used twice under segmented LRU, and every one under LRU")
+    func scanResistance() throws {
+        let segmented = TemporaryDirectory(), lru = TemporaryDirectory()
+        let kept = try Self.cacheWithHotValues(segmented, .segmentedLRU)
+        let lost = try Self.cacheWithHotValues(lru, .lru)
+        try Self.scan(kept)
+        try Self.scan(lost)
+        #expect(try Self.hotKeysLeft(kept) == 4)
+        #expect(try Self.hotKeysLeft(lost) == 0)
+        #expect(try kept.totals().entries == 10)
+        #expect(try kept.contains("scan-19") && !kept.contains("scan-0") && !kept.contains("cold-0"))
+    }
+
+    @Test("segmented LRU is the default")
+    func defaultPolicy() {
+        #expect(BlobCache.Configuration().eviction == .segmentedLRU)
+    }
+
+    @Test("the protected entries survive a clean close: from the snapshot, from the journal alone, and from a rewritten journal",
+          arguments: ["snapshot", "journal", "rewrite"])
+    func survivesRestart(path: String) throws {
+        let dir = TemporaryDirectory()
+        let cache = try Self.cacheWithHotValues(dir, .segmentedLRU)
+        if path == "rewrite" { _ = try cache.compact() }
+        try cache.close()
+        if path != "snapshot" { _ = unlink(dir.appending("index")) }
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 10 })
+        try Self.scan(reopened)
+        #expect(try Self.hotKeysLeft(reopened) == 4)
+    }
+
+    @Test("a working set that moves on is followed: values used again later take the protected half")
+    func followsAShift() throws {
+        let dir = TemporaryDirectory()
+        let cache = try Self.cacheWithHotValues(dir, .segmentedLRU)
+        // A new set of four, each used three times, while the old hot set is not used.
+        for round in 0..<3 {
+            for n in 0..<4 {
+                if round == 0 { try cache.set(Array("new \(n)".utf8), forKey: "new-\(n)") }
+                #expect(try cache.bytes(forKey: "new-\(n)") != nil)
+            }
+        }
+        try Self.scan(cache)
+        #expect(try (0..<4).allSatisfy { try cache.contains("new-\($0)") })
+        #expect(try Self.hotKeysLeft(cache) < 4)
+    }
+
+    @Test("a directory used with one policy opens with the other, keeping its entries and evicting in order")
+    func switchesPolicy() throws {
+        let dir = TemporaryDirectory()
+        try Self.cacheWithHotValues(dir, .segmentedLRU).close()
+        let lru = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 10; $0.eviction = .lru })
+        #expect(try lru.totals().entries == 10)
+        try Self.scan(lru, count: 10)
+        #expect(try Self.hotKeysLeft(lru) == 0)
+        try lru.close()
+        let back = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 10 })
+        #expect(try back.keys().count == 10)
+        try back.close()
+        #expect(try BlobCache.check(directory: dir.path).errors.isEmpty)
+    }
+}
+
+@Suite("The segmented LRU list in the index")
+struct SegmentedIndexTests {
+    static func record(_ n: Int, pinned: Bool = false) -> EntryRecord {
+        EntryRecord(key: "key-\(n)", blob: BlobInfo(id: BlobID(hashing: Array("blob \(n)".utf8)), codec: .none, rawLength: 10,
+                                                    payloadLength: 10, place: .loose),
+                    pinned: pinned, created: Int64(n), expiry: .max, access: Int64(n))
+    }
+
+    /// The list's shape: protected entries are its newest end and at most half the unpinned.
+    static func expectShape(_ index: CacheIndex, _ comment: Comment) {
+        let order = index.lruOrder()
+        let protected = order.filter { index.entry(at: $0).isProtected }
+        #expect(order.suffix(protected.count).allSatisfy { index.entry(at: $0).isProtected }, comment)
+        #expect(protected.count == index.protectedEntries, comment)
+        #expect(protected.count * 2 <= max(1, order.count), comment)
+        #expect(index.protectedOldest == (protected.first ?? -1), comment)
+    }
+
+    @Test("random sets, uses and removals keep the shape, and a snapshot and a rewrite's replay give the same index")
+    func randomOperations() throws {
+        var index = CacheIndex(segmented: true)
+        var generator = SeededGenerator(seed: 11)
+        for step in 0..<4_000 {
+            let n = Int(generator.next() % 300)
+            switch generator.next() % 10 {
+            case 0..<4: index.upsert(Self.record(n, pinned: generator.next() % 20 == 0), orderJournaled: true)
+            case 4..<8: if let slot = index.slot(of: "key-\(n)") { index.touch(slot: slot, at: Int64(step), journaled: false) }
+            default: if let slot = index.slot(of: "key-\(n)") { index.remove(slot: slot) }
+            }
+            if step % 97 == 0 { Self.expectShape(index, "after step \(step)") }
+        }
+        Self.expectShape(index, "at the end")
+        #expect(index.protectedEntries > 0)
+
+        let image = IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
+        let dir = TemporaryDirectory()
+        let path = dir.appending("index")
+        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
+        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil),
+              let restored = IndexSnapshot.restore(file, header: header) else {
+            Issue.record("the snapshot did not restore")
+            return
+        }
+        #expect(restored.firstDifference(from: index) == nil)
+        Self.expectShape(restored, "restored")
+
+        var replayed = CacheIndex(segmented: true)
+        for slot in index.journalOrder() { replayed.apply(.set(index.record(at: slot))) }
+        #expect(replayed.firstDifference(from: index) == nil)
+    }
+
+    @Test("turned off, the order stays and nothing is protected")
+    func turnedOff() {
+        var index = CacheIndex(segmented: true)
+        for n in 0..<10 { index.upsert(Self.record(n), orderJournaled: true) }
+        for n in [3, 5, 7] { index.touch(slot: index.slot(of: "key-\(n)")!, at: 100, journaled: false) }
+        let order = index.lruOrder()
+        index.useSegments(false)
+        #expect(index.lruOrder() == order)
+        #expect(index.protectedEntries == 0 && index.protectedOldest == -1)
+        #expect(order.allSatisfy { !index.entry(at: $0).isProtected })
+    }
+
+    @Test("a snapshot whose protected entries are not the newest end of the list is refused")
+    func refusesScatteredProtection() throws {
+        var index = CacheIndex(segmented: true)
+        for n in 0..<6 { index.upsert(Self.record(n), orderJournaled: true) }
+        index.touch(slot: index.slot(of: "key-1")!, at: 100, journaled: false)
+        var image = IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
+        // In the snapshot, the protected entry is the last one (renumbered in list order): mark
+        // the first one protected too, and seal the page again.
+        let entries = IndexSnapshot.page
+        image[entries + 55] |= 0x10   // the high byte of the first entry's length and flags: bit 28
+        let resealed = IndexSnapshot.reseal(&image)
+        #expect(resealed)
+        let dir = TemporaryDirectory()
+        let path = dir.appending("index")
+        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
+        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil) else {
+            Issue.record("the snapshot did not map")
+            return
+        }
+        #expect(IndexSnapshot.restore(file, header: header) == nil)
+    }
+}
