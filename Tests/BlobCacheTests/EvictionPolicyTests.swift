@@ -44,13 +44,68 @@ struct EvictionPolicyTests {
           arguments: ["snapshot", "journal", "rewrite"])
     func survivesRestart(path: String) throws {
         let dir = TemporaryDirectory()
-        let cache = try Self.cacheWithHotValues(dir, .segmentedLRU)
+        let clock = ManualClock()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing(clock: clock) {
+            $0.maxEntries = 10
+            $0.snapshotThreshold = 0
+        })
+        for n in 0..<6 { try cache.set(Array("cold \(n)".utf8), forKey: "cold-\(n)") }
+        for n in 0..<4 { try cache.set(Array("hot \(n)".utf8), forKey: "hot-\(n)") }
+        // Past the access interval, the first two reads are journaled as they happen; the
+        // others only by the close.
+        clock.advance(by: .seconds(120))
+        for n in 0..<4 { #expect(try cache.bytes(forKey: "hot-\(n)") != nil) }
         if path == "rewrite" { _ = try cache.compact() }
         try cache.close()
+        #expect(FileManager.default.fileExists(atPath: dir.appending("index")))
         if path != "snapshot" { _ = unlink(dir.appending("index")) }
         let reopened = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 10 })
         try Self.scan(reopened)
         #expect(try Self.hotKeysLeft(reopened) == 4)
+    }
+
+    @Test("a set never evicts the value it stored, even when it joins probation below every protected entry")
+    func setKeepsItsValue() throws {
+        let dir = TemporaryDirectory()
+        // Loose files of incompressible bytes: 32 + size bytes each.
+        let cache = try BlobCache(directory: dir.path, configuration: .testing {
+            $0.maxStoredBytes = 2_500
+            $0.packThreshold = 0
+            $0.compression = .off
+        })
+        try cache.set(Samples.random(1_000, seed: 1), forKey: "hot")
+        try cache.set(Samples.random(1_000, seed: 2), forKey: "cold")
+        #expect(try cache.bytes(forKey: "hot") != nil)   // protected
+        // 3,596 bytes: "cold" goes, and still over the cap, the next to go is the oldest
+        // entry after it, the new value itself, unless passed over.
+        try cache.set(Samples.random(1_500, seed: 3), forKey: "new")
+        #expect(try cache.bytes(forKey: "new") == Samples.random(1_500, seed: 3))
+        #expect(try !cache.contains("hot") && !cache.contains("cold"))
+    }
+
+    @Test("fsck finds nothing wrong with a directory used with the segmented LRU, then with LRU")
+    func fsckAfterSwitching() throws {
+        let dir = TemporaryDirectory()
+        func open(_ policy: EvictionPolicy) throws -> BlobCache {
+            try BlobCache(directory: dir.path, configuration: .testing {
+                $0.eviction = policy
+                $0.snapshotThreshold = 0
+            })
+        }
+        let first = try open(.segmentedLRU)
+        try first.set([1], forKey: "a")
+        try first.set([2], forKey: "b")
+        _ = try first.bytes(forKey: "a")   // a is protected, and the close journals its use
+        try first.close()
+        let second = try open(.segmentedLRU)
+        try second.set([3], forKey: "c")   // joins probation below a: b, c, a (the journal says b, a, c)
+        try second.close()
+        let lru = try open(.lru)
+        try lru.set([4], forKey: "d")
+        #expect(try lru.keys() == ["b", "c", "a", "d"])
+        try lru.close()
+        let report = try BlobCache.check(directory: dir.path)
+        #expect(report.errors.map(\.description) == [])
     }
 
     @Test("a working set that moves on is followed: values used again later take the protected half")
@@ -146,6 +201,26 @@ struct SegmentedIndexTests {
         #expect(index.lruOrder() == order)
         #expect(index.protectedEntries == 0 && index.protectedOldest == -1)
         #expect(order.allSatisfy { !index.entry(at: $0).isProtected })
+    }
+
+    @Test("a snapshot with protected entries whose header says it was not written segmented is refused")
+    func refusesUnflaggedProtection() throws {
+        var index = CacheIndex(segmented: true)
+        for n in 0..<6 { index.upsert(Self.record(n), orderJournaled: true) }
+        index.touch(slot: index.slot(of: "key-1")!, at: 100, journaled: false)
+        var image = IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
+        #expect(image[108] == 1)
+        image[108] = 0
+        let resealed = IndexSnapshot.reseal(&image)
+        #expect(resealed)
+        let dir = TemporaryDirectory()
+        let path = dir.appending("index")
+        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
+        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil) else {
+            Issue.record("the snapshot did not map")
+            return
+        }
+        #expect(IndexSnapshot.restore(file, header: header) == nil)
     }
 
     @Test("a snapshot whose protected entries are not the newest end of the list is refused")

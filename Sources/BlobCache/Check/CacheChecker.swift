@@ -208,6 +208,8 @@ struct CacheChecker {
             let file: MappedFile, header: IndexSnapshot.Header
             switch opened {
             case .failure(.sizeMismatch): return ("snapshot-stale", "reflects another journal (it is not used; the next open deletes it)")
+            case .failure(.header(IndexSnapshot.otherLayout)):
+                return ("snapshot-stale", "\(IndexSnapshot.otherLayout) (it is not used; the next open replays the journal)")
             case .failure(let damage): return ("snapshot-corrupt", "\(damage.kind): \(damage.detail)")
             case .success(let parsed): (file, header) = parsed
             }

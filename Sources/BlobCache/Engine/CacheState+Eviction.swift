@@ -15,10 +15,11 @@ extension CacheState {
         release(index.remove(slot: slot))
     }
 
-    /// Evicts least recently used unpinned entries until the totals are within the limits.
+    /// Evicts unpinned entries in the policy's order (`CacheIndex.evictionCandidate`) until the
+    /// totals are within the limits.
     func evictToLimits() {
-        while isOverLimits, index.oldest >= 0 {
-            remove(slot: index.oldest, reason: .evicted)
+        while isOverLimits, case let victim = index.evictionCandidate, victim >= 0 {
+            remove(slot: victim, reason: .evicted)
         }
         if !namespaceLimits.isEmpty { evictToNamespaceLimits() }
     }
@@ -31,6 +32,11 @@ extension CacheState {
         var cursor = index.oldest
         while !over.isEmpty, cursor >= 0 {
             let next = index.entry(at: cursor).newer
+            // As `evictionCandidate`: a set never evicts the value it stored for a namespace's cap either.
+            if index.segmented && cursor == index.lastStored {
+                cursor = next
+                continue
+            }
             if let prefix = index.withKeyBytes(at: cursor, NamespaceKey.prefix(ofRaw:)), over.contains(prefix) {
                 remove(slot: cursor, reason: .evicted)
                 if storedBytesOverCap(of: prefix) == nil { over.remove(prefix) }

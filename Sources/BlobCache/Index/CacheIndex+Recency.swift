@@ -32,6 +32,7 @@ extension CacheIndex {
     /// one the key held).
     mutating func linkStored(_ slot: Int32, used: Bool) {
         guard segmented else { return linkNewest(slot) }
+        lastStored = slot
         if used { return linkProtected(slot) }
         guard protectedOldest >= 0 else { return linkNewest(slot) }
         let newer = protectedOldest, older = entries[Int(newer)].older
@@ -48,6 +49,12 @@ extension CacheIndex {
         entries[Int(slot)].isProtected = true
         protectedEntries += 1
         if protectedOldest < 0 { protectedOldest = slot }
+        keepProtectedWithinHalf()
+    }
+
+    /// Drops the oldest protected entries back to probation (where they stand) while they are
+    /// more than half the unpinned entries.
+    private mutating func keepProtectedWithinHalf() {
         while protectedEntries * 2 > entryCount - pinnedEntries, protectedOldest >= 0 {
             entries[Int(protectedOldest)].isProtected = false
             protectedEntries -= 1
@@ -55,9 +62,19 @@ extension CacheIndex {
         }
     }
 
+    /// The entry to evict next: the oldest, except that under the segmented LRU the entry the
+    /// last set stored (which joined probation below the protected entries, and may be the
+    /// oldest once probation is gone) is passed over for the one after it, so that no set
+    /// evicts its own value. -1: none.
+    var evictionCandidate: Int32 {
+        guard segmented, oldest >= 0, oldest == lastStored else { return oldest }
+        return entries[Int(oldest)].newer
+    }
+
     /// Turns segmenting on or off; off, every entry is in probation (the list's order kept).
     mutating func useSegments(_ on: Bool) {
         segmented = on
+        if on { orderFromSegments = true }
         guard !on else { return }
         var cursor = protectedOldest
         while cursor >= 0 {
@@ -133,6 +150,10 @@ extension CacheIndex {
             entries[Int(slot)].isProtected = false
             protectedEntries -= 1
         }
+        if lastStored == slot { lastStored = -1 }
+        // A removal can leave the protected entries more than half: probation must not run
+        // dry while they fill the cache.
+        if segmented { keepProtectedWithinHalf() }
         if older >= 0 { entries[Int(older)].newer = newer } else { oldest = newer }
         if newer >= 0 { entries[Int(newer)].older = older } else { newest = older }
         entries[Int(slot)].older = -1

@@ -31,6 +31,12 @@ struct CacheIndex {
     /// The oldest protected entry (-1: none): the protected are it and every newer one.
     var protectedOldest: Int32 = -1
     var protectedEntries = 0
+    /// The entry the last set linked (-1: none, or gone): see `evictionCandidate`.
+    var lastStored: Int32 = -1
+    /// Whether the list's order may be a segmented LRU's (this index was segmented at some
+    /// point, or restored from a snapshot that was): a journal replayed as LRU may then
+    /// disagree with it, which a snapshot's header says.
+    var orderFromSegments = false
 
     private(set) var logicalBytes = 0
     private(set) var storedBytes = 0
@@ -59,6 +65,7 @@ struct CacheIndex {
     init(segmented: Bool) {
         self.init()
         self.segmented = segmented
+        orderFromSegments = segmented
     }
 
     /// The records of an index as a snapshot keeps them: no free slots, links and reference
@@ -92,6 +99,7 @@ struct CacheIndex {
         (pinnedEntries, entryLogicalBytes, earliestExpiry) = (totals.pinnedEntries, totals.entryLogicalBytes, totals.earliestExpiry)
         (protectedOldest, protectedEntries) = (totals.protectedOldest, totals.protectedEntries)
         segmented = parts.segmented
+        orderFromSegments = parts.segmented
         guard segmented || protectedEntries == 0 else { return nil }
         // One pass over the blobs: each one's reference counts checked against its entries',
         // then its lengths summed (they are plausible: checked above).

@@ -22,6 +22,9 @@ enum IndexSnapshot {
     /// The header takes the first page; every section starts on a page boundary, so that each
     /// can be used where it is mapped.
     static let page = 4096
+    /// Why a snapshot another release wrote (another record layout) is not used: not damage,
+    /// the open replays the journal instead.
+    static let otherLayout = "written by a build that lays the index out differently"
     static let fileName = "index"
 
     /// What a snapshot says about itself.
@@ -47,8 +50,8 @@ enum IndexSnapshot {
         /// the end of the furthest record in it: what the open may trim that segment back to.
         let lastSegment: UInt32
         let lastSegmentEnd: Int64
-        /// Written by an index that protects used entries (`CacheIndex.segmented`): its order
-        /// is the segmented LRU's, which a journal replayed as LRU does not reproduce.
+        /// Written by an index whose order may be a segmented LRU's (`CacheIndex.orderFromSegments`),
+        /// which a journal replayed as LRU does not reproduce; restored, it protects used entries.
         var segmented = false
 
         var keyBuckets: Int { SlotTable.size(forCapacity: entryCount) }
@@ -100,7 +103,7 @@ enum IndexSnapshot {
         static let earliestExpiry = Field<Int64>(offset: 88)
         static let storedBytes = Field<UInt64>(offset: 96)
         static let lastSegment = Field<UInt32>(offset: 104)
-        /// Bit 0: written by an index that protects used entries (the segmented LRU).
+        /// Bit 0: the order may be a segmented LRU's (`CacheIndex.orderFromSegments`).
         static let flags = Field<UInt32>(offset: 108)
         static let lastSegmentEnd = Field<Int64>(offset: 112)
         /// CRC32 of every byte of the page before it.
@@ -148,7 +151,7 @@ enum IndexSnapshot {
                             keyBytes: keys.count, oldest: firstUnpinned < order.count ? Int32(firstUnpinned) : -1,
                             newest: firstUnpinned < order.count ? Int32(order.count - 1) : -1, bodyDigest: 0,
                             earliestExpiry: entries.lazy.map(\.expiry).min() ?? Int64.max, storedBytes: index.storedBytes,
-                            lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd, segmented: index.segmented)
+                            lastSegment: lastSegment, lastSegmentEnd: lastSegmentEnd, segmented: index.orderFromSegments)
         var file = [UInt8](repeating: 0, count: header.fileSize)
         file.withUnsafeMutableBytes { out in
             func put(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
@@ -303,7 +306,7 @@ enum IndexSnapshot {
             return .failure(.checksum("snapshot header CRC mismatch"))
         }
         guard HeaderField.layoutSignature.load(from: image) == CacheIndex.layoutSignature else {
-            return .failure(.header("written by a build that lays the index out differently"))
+            return .failure(.header(otherLayout))
         }
         let journalRecords = HeaderField.journalRecords.load(from: image), entryCount = HeaderField.entryCount.load(from: image)
         let blobCount = HeaderField.blobCount.load(from: image), keyBytes = HeaderField.keyBytes.load(from: image)
