@@ -77,19 +77,23 @@ struct CLITests {
         #expect(try BlobCache(directory: dir.path).keys().isEmpty)
     }
 
-    @Test("--compression picks a preset: fast-reads stores a large value raw, a small one with LZ4; a bad name exits 64")
+    @Test("--compression picks a preset: fast-reads stores a large value raw, a small one with LZ4; balanced a large one with LZ4, as adaptive (the default) does not when it saves under 3/4; a bad name exits 64")
     func compressionPresets() throws {
         let dir = TemporaryDirectory()
         let cli = CLI(directory: dir.path)
         #expect(try cli.run(["--compression", "fast-reads", "put", "large"], stdin: Data(Samples.compressible(300_000))).status == 0)
         #expect(try cli.run(["--compression", "fast-reads", "put", "small"], stdin: Data(Samples.compressible(3_000))).status == 0)
+        #expect(try cli.run(["--compression", "balanced", "put", "balanced"], stdin: Data(Samples.compressible(300_000, seed: 3))).status == 0)
+        #expect(try cli.run(["--compression", "adaptive", "put", "adaptive"], stdin: Data(Samples.compressible(300_000, seed: 4))).status == 0)
         #expect(try cli.run(["put", "default"], stdin: Data(Samples.compressible(300_000, seed: 2))).status == 0)
         let entries = try BlobCache(directory: dir.path).entries()
         #expect(entries.first { $0.key == "large" }?.codec == "none")
         #expect(entries.first { $0.key == "small" }?.codec == "lz4")
-        #expect(entries.first { $0.key == "default" }?.codec == "lz4")
+        #expect(entries.first { $0.key == "balanced" }?.codec == "lz4")
+        #expect(entries.first { $0.key == "adaptive" }?.codec == "none", "LZ4 saves about 59% of it")
+        #expect(entries.first { $0.key == "default" }?.codec == "none", "LZ4 saves about 59% of it")
         let bad = try cli.run(["--compression", "zstd", "put", "x"], stdin: Data([1]))
-        #expect(bad.status == 64 && bad.stderr.contains("unknown compression preset 'zstd'"))
+        #expect(bad.status == 64 && bad.stderr.contains("unknown compression preset 'zstd'") && bad.stderr.contains("adaptive"))
     }
 
     @Test("rm exits 0 when every key existed and 1 when some did not")

@@ -33,7 +33,7 @@ struct GlobalOptions: ParsableArguments {
     var packThreshold: Int?
 
     @Option(help: ArgumentHelp(
-        "How new values are compressed: balanced (LZ4, the default), fast-reads (LZ4 below 256 KiB, raw from 256 KiB), smallest (zlib level 6) or off.",
+        "How new values are compressed: adaptive (the default: LZ4 where it saves an eighth, from 256 KiB three quarters), balanced (LZ4 wherever it saves), fast-reads (LZ4 below 256 KiB, raw from 256 KiB), smallest (zlib level 6) or off.",
         valueName: "PRESET"), transform: GlobalOptions.compressionPreset)
     var compression: CompressionPolicy?
 
@@ -157,10 +157,10 @@ struct GlobalOptions: ParsableArguments {
 
     /// Parses `--compression`: a preset's name (`fast-reads` or `fastReads`, any case).
     static func compressionPreset(_ name: String) throws -> CompressionPolicy {
-        let presets: [String: CompressionPolicy] = ["balanced": .balanced, "fastreads": .fastReads, "fast-reads": .fastReads,
-                                                    "smallest": .smallest, "off": .off]
+        let presets: [String: CompressionPolicy] = ["adaptive": .adaptive, "balanced": .balanced, "fastreads": .fastReads,
+                                                    "fast-reads": .fastReads, "smallest": .smallest, "off": .off]
         guard let preset = presets[name.lowercased()] else {
-            throw ValidationError("unknown compression preset '\(name)': use balanced, fast-reads, smallest or off")
+            throw ValidationError("unknown compression preset '\(name)': use adaptive, balanced, fast-reads, smallest or off")
         }
         return preset
     }

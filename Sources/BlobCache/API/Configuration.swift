@@ -29,7 +29,7 @@ extension BlobCache {
         /// preset's raw size with another codec. A remote tier compresses with `codec` alone.
         ///
         ///     configuration.compression = .fastReads
-        public var compression: CompressionPolicy = .balanced
+        public var compression: CompressionPolicy = .adaptive
         /// The codec for new blobs: `compression.codec` (values from `compression.storingRawFrom`
         /// bytes on are stored raw whatever it is).
         ///

@@ -42,14 +42,15 @@ enum Compression {
         let headroom: Int
     }
 
-    /// Encodes `raw` with `codec`, falling back to `.none` when compression does not pay.
-    /// `first` (the caller's hash) runs before or, for a large value, while it is encoded: a
-    /// large LZ4 value is compressed on every core, and the core that ran `first` joins in after.
-    /// `alongside` (the caller's file create) runs on another core than `first` where there is
-    /// one, before that core's share of the encoding.
+    /// Encodes `raw` with `codec`, falling back to `.none` when compression does not pay: when
+    /// it saves nothing, or less than `minimumSaving` of the value. `first` (the caller's hash)
+    /// runs before or, for a large value, while it is encoded: a large LZ4 value is compressed
+    /// on every core, and the core that ran `first` joins in after. `alongside` (the caller's
+    /// file create) runs on another core than `first` where there is one, before that core's
+    /// share of the encoding.
     ///
     ///     let encoded = Compression.encode(value, codec: .lz4, headroom: 40)
-    static func encode(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int,
+    static func encode(_ raw: UnsafeRawBufferPointer, codec: Codec, headroom: Int, minimumSaving: Double = 0,
                        first: (() -> Void)? = nil, alongside: (() -> Void)? = nil) -> Encoded {
         let compressed: Encoded?
         if codec == .lz4, raw.count >= Parallel.threshold {
@@ -68,11 +69,19 @@ enum Compression {
             alongside?()
             compressed = raw.isEmpty ? nil : compress(raw, codec: codec, headroom: headroom)
         }
-        if let compressed, compressed.payloadCount < raw.count { return compressed }
+        if let compressed, pays(compressed.payloadCount, of: raw.count, minimumSaving: minimumSaving) { return compressed }
         var buffer = [UInt8](repeating: 0, count: headroom)
         buffer.reserveCapacity(headroom + raw.count)
         buffer.append(contentsOf: raw)
         return Encoded(buffer: buffer, tag: .none, headroom: headroom)
+    }
+
+    /// Whether `payloadCount` bytes are worth storing for `rawCount`: fewer, by at least
+    /// `minimumSaving` of `rawCount` (NaN: never).
+    ///
+    ///     let kept = Compression.pays(900, of: 1000, minimumSaving: 0.125)   // false
+    static func pays(_ payloadCount: Int, of rawCount: Int, minimumSaving: Double) -> Bool {
+        payloadCount < rawCount && Double(rawCount - payloadCount) >= Double(rawCount) * minimumSaving
     }
 
     /// Compresses `raw` on this core with the library's own frame or stream writer; `nil` for

@@ -1,15 +1,19 @@
 import SystemPackage
 
 extension BlobPipeline {
-    /// Hashes and encodes `value`; a large one is hashed on one core while the others compress.
+    /// Hashes and encodes `value` as the policy says; a large one is hashed on one core while
+    /// the others compress.
     func prepare(_ value: UnsafeRawBufferPointer) -> PreparedBlob {
-        PreparedBlob.hashingAndEncoding(value, codec: compression.codec(forValueOf: value.count), packThreshold: packThreshold,
-                                        cipher: cipher)
+        PreparedBlob.hashingAndEncoding(value, codec: compression.codec(forValueOf: value.count),
+                                        minimumSaving: compression.minimumSaving(forValueOf: value.count),
+                                        packThreshold: packThreshold, cipher: cipher)
     }
 
-    /// Encodes `value`, whose id is already known.
+    /// Encodes `value`, whose id is already known, as the policy says (with `codec` instead of
+    /// the policy's when given).
     func prepare(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec? = nil) -> PreparedBlob {
         PreparedBlob.encoding(value, id: id, codec: codec ?? compression.codec(forValueOf: value.count),
+                              minimumSaving: compression.minimumSaving(forValueOf: value.count),
                               packThreshold: packThreshold, cipher: cipher)
     }
 

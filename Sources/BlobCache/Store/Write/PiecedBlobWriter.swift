@@ -149,7 +149,10 @@ private struct PieceEncoder {
         // the pieces are stored raw (the value's final size is not known yet).
         let sizeSoFar = max(index * PiecedBlobFormat.pieceSize + piece.count, PiecedBlobFormat.pieceSize + 1)
         var encoded = Compression.compress(piece, codec: pipeline.compression.codec(forValueOf: sizeSoFar), headroom: headroom)
-        if let compressed = encoded, compressed.payloadCount >= piece.count { encoded = nil }
+        let minimumSaving = pipeline.compression.minimumSaving(forValueOf: sizeSoFar)
+        if let compressed = encoded, !Compression.pays(compressed.payloadCount, of: piece.count, minimumSaving: minimumSaving) {
+            encoded = nil
+        }
         var buffer: [UInt8]
         let tag: CodecTag
         if let encoded {

@@ -28,32 +28,36 @@ struct PreparedBlob: Sendable {
     }
 
     /// Encodes `value` (whose id is `id`) and builds its image: packed when the stored size is
-    /// below `packThreshold`.
+    /// below `packThreshold`; raw unless `codec` saves `minimumSaving` of it.
     ///
     /// With `cipher`, the payload is sealed after compression.
     ///
     ///     let blob = PreparedBlob.encoding(bytes, id: BlobID(hashing: bytes), codec: .lz4, packThreshold: 65536, cipher: nil)
-    static func encoding(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec, packThreshold: Int,
-                         cipher: CacheCipher?) -> PreparedBlob {
-        framing(encode(value, codec: codec), id: id, rawLength: value.count, packThreshold: packThreshold, cipher: cipher)
+    static func encoding(_ value: UnsafeRawBufferPointer, id: BlobID, codec: Codec, minimumSaving: Double = 0,
+                         packThreshold: Int, cipher: CacheCipher?) -> PreparedBlob {
+        framing(encode(value, codec: codec, minimumSaving: minimumSaving), id: id, rawLength: value.count,
+                packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Hashes and encodes `value`: a large one is hashed on one core while the others compress
     /// it (the hashing core joins in after). `alongside` runs on another core than the hash
     /// where there is one and the value has more than one block to compress (else after it).
-    static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, packThreshold: Int,
-                                   cipher: CacheCipher?, alongside: (() -> Void)? = nil) -> PreparedBlob {
+    static func hashingAndEncoding(_ value: UnsafeRawBufferPointer, codec: Codec, minimumSaving: Double = 0,
+                                   packThreshold: Int, cipher: CacheCipher?,
+                                   alongside: (() -> Void)? = nil) -> PreparedBlob {
         var id: BlobID?
         let hasher = BlobHasher(cipher)
-        let encoded = encode(value, codec: codec, first: { id = hasher.id(of: value) }, alongside: alongside)
+        let encoded = encode(value, codec: codec, minimumSaving: minimumSaving, first: { id = hasher.id(of: value) },
+                             alongside: alongside)
         return framing(encoded, id: id!, rawLength: value.count, packThreshold: packThreshold, cipher: cipher)
     }
 
     /// Compresses `value` with room for either header in front; `first` and `alongside` run
     /// beside it.
-    private static func encode(_ value: UnsafeRawBufferPointer, codec: Codec, first: (() -> Void)? = nil,
-                               alongside: (() -> Void)? = nil) -> Compression.Encoded {
-        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize, first: first, alongside: alongside)
+    private static func encode(_ value: UnsafeRawBufferPointer, codec: Codec, minimumSaving: Double,
+                               first: (() -> Void)? = nil, alongside: (() -> Void)? = nil) -> Compression.Encoded {
+        Compression.encode(value, codec: codec, headroom: PackFormat.recordHeaderSize, minimumSaving: minimumSaving,
+                           first: first, alongside: alongside)
     }
 
     /// Places an encoded blob by its stored size and writes the matching header.

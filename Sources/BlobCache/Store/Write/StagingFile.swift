@@ -21,6 +21,7 @@ extension BlobPipeline {
         guard !synchronous else { return (prepare(value), nil) }
         var file: StagingFile?
         let blob = PreparedBlob.hashingAndEncoding(value, codec: compression.codec(forValueOf: value.count),
+                                                   minimumSaving: compression.minimumSaving(forValueOf: value.count),
                                                    packThreshold: packThreshold, cipher: cipher,
                                                    alongside: { file = makeStagingFile() })
         return (blob, file)
