@@ -115,4 +115,56 @@ struct CLIExportTests {
         #expect(try listing(out) == ["sub/", "sub/fine"], "the damaged value's file removed again")
         #expect(readFile(out + "/sub/fine") == [1, 2, 3])
     }
+
+    /// Whether this machine lets a test mount a small file system of its own (a private mount
+    /// namespace, as root or in a user namespace): how a full disk is made without filling one.
+    static let canMountScratch: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["-rm", "sh", "-c", "mount -t tmpfs -o size=1m none /mnt"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+
+    @Test("a full disk stops the export: one line, exit 2, every file there whole",
+          .enabled(if: canMountScratch, "needs a private tmpfs (unshare -rm)"))
+    func fullDiskStops() throws {
+        let dir = TemporaryDirectory()
+        let tree = dir.appending("tree"), full = dir.appending("full")
+        for folder in [tree + "/a", tree + "/b", full] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        for n in 0..<40 { writeFile(tree + (n % 2 == 0 ? "/a/" : "/b/") + "f\(n)", Samples.random(100_000, seed: UInt64(n))) }
+        let cli = CLI(directory: dir.appending("cache"))
+        #expect(try cli.run(["import", tree]).status == 0)
+
+        // In a 1 MiB tmpfs, seen only by this shell: export, then compare what it wrote.
+        let script = """
+            mount -t tmpfs -o size=1m none "$2" || exit 99
+            "$0" --dir "$1" export "$2/out"; status=$?
+            cd "$2/out" && find . -type f | while read -r f; do cmp -s "$f" "$3/$f" && echo "whole: $f" || echo "differs: $f"; done
+            exit $status
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["-rm", "sh", "-c", script, ChildProcess.productsDirectory.appendingPathComponent("blobcache").path,
+                             dir.appending("cache"), full, tree]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+
+        #expect(process.terminationStatus == 2, "\(stderr)")
+        #expect(stderr.split(separator: "\n").count == 1, "\(stderr)")
+        #expect(stderr.hasPrefix("blobcache: stopped at key '") && stderr.contains("No space left on device"), "\(stderr)")
+        let whole = stdout.split(separator: "\n").filter { $0.hasPrefix("whole: ") }
+        #expect(!stdout.contains("differs: "), "\(stdout)")
+        #expect(whole.count > 0 && whole.count < 40, "\(stdout)")
+        #expect(stdout.contains("exported \(whole.count) entries") && stdout.contains("stopped before \(40 - whole.count) more"), "\(stdout)")
+    }
 }

@@ -59,9 +59,14 @@ final class ExportWriter: @unchecked Sendable {
         case written
         case gone                 // expired or removed meanwhile
         case failed(String)
+        case notTaken             // the export stopped first (`stopped`)
     }
 
+    /// The key whose failure stopped the export, and why, when one did (`ExportError.stopsExport`).
+    var stopped: (key: String, reason: String)? { stop.withLock { $0 } }
+
     private let root: Int32
+    private let stop = Mutex<(key: String, reason: String)?>(nil)
     private let value: @Sendable (String) throws -> ValueReader?
 
     /// Opens (creating it when missing) the destination; `value` opens a key's value for reading.
@@ -91,12 +96,13 @@ final class ExportWriter: @unchecked Sendable {
     }
 
     /// Exports every key, each core taking the next batch nobody has taken; the outcomes are
-    /// in `keys`' order.
+    /// in `keys`' order. A full or read-only destination stops every core before its next key
+    /// (`stopped`); the keys not written then are `notTaken`.
     func export(_ keys: [String]) -> [Outcome] {
         let batches = ExportBatch.batches(of: keys)
         let next = Atomic<Int>(0)
         let outcomes = UnsafeMutableBufferPointer<Outcome>.allocate(capacity: keys.count)
-        outcomes.initialize(repeating: .gone)
+        outcomes.initialize(repeating: .notTaken)
         defer {
             outcomes.deinitialize()   // the outcomes' strings: released, not leaked
             outcomes.deallocate()
@@ -104,7 +110,7 @@ final class ExportWriter: @unchecked Sendable {
         let shared = Outcomes(outcomes)
         let workers = min(max(1, ProcessInfo.processInfo.activeProcessorCount), max(1, batches.count))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while case let index = next.wrappingAdd(1, ordering: .relaxed).oldValue, index < batches.count {
+            while !self.isStopped, case let index = next.wrappingAdd(1, ordering: .relaxed).oldValue, index < batches.count {
                 self.export(batches[index], of: keys, into: shared)
             }
         }
@@ -117,7 +123,7 @@ final class ExportWriter: @unchecked Sendable {
     private func export(_ batch: ExportBatch, of keys: [String], into outcomes: Outcomes) {
         var directory: Result<Int32, ExportError>?
         defer { if case .success(let fd)? = directory, fd != root { close(fd) } }
-        for (index, name) in batch.files {
+        for (index, name) in batch.files where !isStopped {
             let reader: ValueReader?
             do { reader = try value(keys[index]) } catch {
                 outcomes.buffer[index] = .failed("\(error)")
@@ -133,12 +139,17 @@ final class ExportWriter: @unchecked Sendable {
                 outcomes.buffer[index] = .written
             } catch let error as BlobCacheError {
                 outcomes.buffer[index] = .failed("\(error)")
+            } catch let error as ExportError where error.stopsExport {
+                reader.close()
+                stop.withLock { if $0 == nil { $0 = (keys[index], "cannot write it: \(error)") } }
             } catch {
                 reader.close()
                 outcomes.buffer[index] = .failed("cannot write it: \(error)")
             }
         }
     }
+
+    private var isStopped: Bool { stop.withLock { $0 != nil } }
 
     /// The directory at `components` below the destination, each made when missing; never
     /// through a symbolic link.
@@ -178,11 +189,20 @@ final class ExportWriter: @unchecked Sendable {
 /// Why a file could not be written.
 struct ExportError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// The system's error number, when the reason is one.
+    var code: Int32? = nil
+    init(_ description: String, code: Int32? = nil) {
+        self.description = description
+        self.code = code
+    }
 
     static func fromErrno(_ name: String) -> ExportError {
         let code = errno
         let reason = code == ELOOP ? "'\(name)' is a symbolic link" : String(cString: strerror(code))
-        return ExportError(reason)
+        return ExportError(reason, code: code)
     }
+
+    /// Whether every later file would fail the same way: the destination is full (space or
+    /// quota) or read-only, so going on would only repeat the reason once per key.
+    var stopsExport: Bool { code == ENOSPC || code == EDQUOT || code == EROFS }
 }
