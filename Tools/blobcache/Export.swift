@@ -14,7 +14,9 @@ struct Export: ParsableCommand {
             judged byte by byte), keys that cannot be file names (a component over 255 bytes, a key \
             under another key's file), damaged values and paths that meet a symbolic link inside \
             DIR are reported one line each and skipped; every other key is written, on every core. \
-            Exit 2 at the end when any key was skipped.
+            Exit 2 at the end when any key was skipped. A full disk, a quota reached or a read-only \
+            file system stops the export instead, with one line (exit 2). Files are not synced to \
+            disk (run sync for that); a file that existed is replaced only once its new copy is whole.
             """)
 
     @Argument(help: "The directory to write into (created when missing).") var destination: String
@@ -43,19 +45,22 @@ struct Export: ParsableCommand {
         let plan = ExportPlan(keys: keys, destination: destination)
         let writer = try Failure.running { try ExportWriter(destination: destination) { try space.openValue(forKey: prefix + $0) } }
         let outcomes = writer.export(plan.accepted)
-        var skipped = plan.refused.count, written = 0
+        var skipped = plan.refused.count, written = 0, notTaken = 0
         for (key, reason) in plan.refused { Failure.say("skipping key '\(BlobCache.escapedKey(key))': \(reason)") }
         for (key, outcome) in zip(plan.accepted, outcomes) {
             switch outcome {
             case .written: written += 1
             case .gone: break   // expired or removed meanwhile
+            case .notTaken: notTaken += 1
             case .failed(let reason):
                 Failure.say("skipping key '\(BlobCache.escapedKey(key))': \(reason)")
                 skipped += 1
             }
         }
+        if let stop = writer.stopped { Failure.say("stopped at key '\(BlobCache.escapedKey(stop.key))': \(stop.reason)") }
         try Failure.running { try cache.close() }
-        print("exported \(written) entries to \(destination)" + (skipped > 0 ? ", skipped \(skipped)" : ""))
-        if skipped > 0 { throw ExitCode(Failure.error) }
+        print("exported \(written) entries to \(destination)" + (skipped > 0 ? ", skipped \(skipped)" : "")
+              + (writer.stopped != nil ? ", stopped before \(notTaken) more" : ""))
+        if skipped > 0 || writer.stopped != nil { throw ExitCode(Failure.error) }
     }
 }

@@ -50,16 +50,23 @@ struct ExportPlan {
 
 /// Writes values out as files under one directory, on every core. Every path is opened one
 /// component at a time from the destination's descriptor, never through a symbolic link
-/// (`O_NOFOLLOW`), so a link planted in the destination cannot lead a write outside it.
+/// (`O_NOFOLLOW`), so a link planted in the destination cannot lead a write outside it. The
+/// keys go out in batches of one directory's files (`ExportBatch`): a directory is opened (and
+/// made) once per batch rather than once per file.
 final class ExportWriter: @unchecked Sendable {
     /// What happened to one key.
     enum Outcome: Sendable {
         case written
         case gone                 // expired or removed meanwhile
         case failed(String)
+        case notTaken             // the export stopped first (`stopped`)
     }
 
+    /// The key whose failure stopped the export, and why, when one did (`ExportError.stopsExport`).
+    var stopped: (key: String, reason: String)? { stop.withLock { $0 } }
+
     private let root: Int32
+    private let stop = Mutex<(key: String, reason: String)?>(nil)
     private let value: @Sendable (String) throws -> ValueReader?
 
     /// Opens (creating it when missing) the destination; `value` opens a key's value for reading.
@@ -88,89 +95,80 @@ final class ExportWriter: @unchecked Sendable {
         }
     }
 
-    /// Exports every key, each core taking the next key nobody has taken; the outcomes are in
-    /// `keys`' order.
+    /// Exports every key, each core taking the next batch nobody has taken; the outcomes are
+    /// in `keys`' order. A full or read-only destination stops every core before its next key
+    /// (`stopped`); the keys not written then are `notTaken`.
     func export(_ keys: [String]) -> [Outcome] {
+        let batches = ExportBatch.batches(of: keys)
         let next = Atomic<Int>(0)
         let outcomes = UnsafeMutableBufferPointer<Outcome>.allocate(capacity: keys.count)
-        outcomes.initialize(repeating: .gone)
+        outcomes.initialize(repeating: .notTaken)
         defer {
             outcomes.deinitialize()   // the outcomes' strings: released, not leaked
             outcomes.deallocate()
         }
         let shared = Outcomes(outcomes)
-        DispatchQueue.concurrentPerform(iterations: max(1, ProcessInfo.processInfo.activeProcessorCount)) { _ in
-            while case let index = next.wrappingAdd(1, ordering: .relaxed).oldValue, index < keys.count {
-                shared.buffer[index] = self.exportOne(keys[index])
+        let workers = min(max(1, ProcessInfo.processInfo.activeProcessorCount), max(1, batches.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while !self.isStopped, case let index = next.wrappingAdd(1, ordering: .relaxed).oldValue, index < batches.count {
+                self.export(batches[index], of: keys, into: shared)
             }
         }
         return Array(outcomes)
     }
 
-    private func exportOne(_ key: String) -> Outcome {
-        let reader: ValueReader?
-        do { reader = try value(key) } catch { return .failed("\(error)") }
-        guard let reader else { return .gone }
-        do {
-            try store(reader, at: key)
-            return .written
-        } catch let error as BlobCacheError {
-            return .failed("\(error)")
-        } catch {
-            return .failed("cannot write it: \(error)")
+    /// Writes one batch's files. Each value is opened before its directory, so a key whose
+    /// value is gone or damaged leaves no directory behind; the directory is opened at the
+    /// first value there is to write, and its failure is every later file's.
+    private func export(_ batch: ExportBatch, of keys: [String], into outcomes: Outcomes) {
+        var directory: Result<Int32, ExportError>?
+        defer { if case .success(let fd)? = directory, fd != root { close(fd) } }
+        for (index, name) in batch.files where !isStopped {
+            let reader: ValueReader?
+            do { reader = try value(keys[index]) } catch {
+                outcomes.buffer[index] = .failed("\(error)")
+                continue
+            }
+            guard let reader else {
+                outcomes.buffer[index] = .gone
+                continue
+            }
+            if directory == nil { directory = Result { () throws(ExportError) in try openPath(batch.directory) } }
+            do {
+                try ExportFile.store(reader, named: name, in: directory!.get())
+                outcomes.buffer[index] = .written
+            } catch let error as BlobCacheError {
+                outcomes.buffer[index] = .failed("\(error)")
+            } catch let error as ExportError where error.stopsExport {
+                reader.close()
+                stop.withLock { if $0 == nil { $0 = (keys[index], "cannot write it: \(error)") } }
+            } catch {
+                reader.close()
+                outcomes.buffer[index] = .failed("cannot write it: \(error)")
+            }
         }
     }
 
-    /// Writes the value `reader` reads to `relative` (components already checked: no `.`, `..`
-    /// or empty one), a checked piece at a time; a value that turns out damaged part way, or a
-    /// failed write, leaves the destination as it was.
-    private func store(_ reader: ValueReader, at relative: String) throws {
-        // Split at every `/` byte, as `Export.isSafe` judged it: a `/` followed by a combining
-        // mark is one `Character`, and a component holding it would reach `openat` with a `/`
-        // inside, which follows whatever link is on the way.
-        var components = relative.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            .map { String(decoding: $0, as: UTF8.self) }
-        let name = components.removeLast()
+    private var isStopped: Bool { stop.withLock { $0 != nil } }
+
+    /// The directory at `components` below the destination, each made when missing; never
+    /// through a symbolic link.
+    private func openPath(_ components: [String]) throws(ExportError) -> Int32 {
         var directory = root
-        defer { if directory != root { close(directory) } }
         for component in components {
-            let next = try openDirectory(component, in: directory)
+            let next: Int32
+            do { next = try openDirectory(component, in: directory) } catch {
+                if directory != root { close(directory) }
+                throw error
+            }
             if directory != root { close(directory) }
             directory = next
         }
-        // A symbolic link where the file goes is never followed, nor replaced.
-        var existing = stat()
-        if fstatat(directory, name, &existing, AT_SYMLINK_NOFOLLOW) == 0, existing.st_mode & S_IFMT == S_IFLNK {
-            errno = ELOOP
-            throw ExportError.fromErrno(name)
-        }
-        // Written under a temporary name beside it and renamed into place once whole: a value
-        // found damaged part way, or a failed write, leaves what was there before.
-        let temporary = ".\(name).blobcache-export-\(UInt64.random(in: 0 ... .max) & 0xffff_ffff)"
-        let fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        guard fd >= 0 else { throw ExportError.fromErrno(name) }
-        do {
-            defer { close(fd) }
-            try reader.forEachChunk { chunk in
-                var done = 0
-                while done < chunk.count {
-                    let n = write(fd, chunk.baseAddress! + done, chunk.count - done)
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw ExportError.fromErrno(name)
-                    }
-                    done += n
-                }
-            }
-            guard renameat(directory, temporary, directory, name) == 0 else { throw ExportError.fromErrno(name) }
-        } catch {
-            unlinkat(directory, temporary, 0)
-            throw error
-        }
+        return directory
     }
 
     /// The directory `name` in `parent`, made when missing; never a symbolic link.
-    private func openDirectory(_ name: String, in parent: Int32) throws -> Int32 {
+    private func openDirectory(_ name: String, in parent: Int32) throws(ExportError) -> Int32 {
         for _ in 0..<2 {
             let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if fd >= 0 { return fd }
@@ -191,11 +189,20 @@ final class ExportWriter: @unchecked Sendable {
 /// Why a file could not be written.
 struct ExportError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// The system's error number, when the reason is one.
+    var code: Int32? = nil
+    init(_ description: String, code: Int32? = nil) {
+        self.description = description
+        self.code = code
+    }
 
     static func fromErrno(_ name: String) -> ExportError {
         let code = errno
         let reason = code == ELOOP ? "'\(name)' is a symbolic link" : String(cString: strerror(code))
-        return ExportError(reason)
+        return ExportError(reason, code: code)
     }
+
+    /// Whether every later file would fail the same way: the destination is full (space or
+    /// quota) or read-only, so going on would only repeat the reason once per key.
+    var stopsExport: Bool { code == ENOSPC || code == EDQUOT || code == EROFS }
 }
