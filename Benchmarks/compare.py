@@ -583,8 +583,8 @@ def run():
     parser.add_argument("--json", help="write every sample to this file")
     parser.add_argument("--from-json", help="print the table (and --chart) from samples a --json run saved; runs nothing")
     parser.add_argument("--chart", help="also draw the comparison as an SVG bar chart to this file")
-    parser.add_argument("--compression", help="BlobCache's compression preset (balanced, fastReads, smallest, off); "
-                                              "default: the library's default, balanced")
+    parser.add_argument("--compression", help="BlobCache's compression preset (adaptive, balanced, fastReads, smallest, "
+                                              "off); default: the library's default, adaptive")
     args = parser.parse_args()
     if args.from_json:
         samples = load_samples(args.from_json)

@@ -53,8 +53,8 @@ NAMES = {"blobcache": "BlobCache", "lmdb": "LMDB (txn per op)", "lmdb-batch": "L
          "rocksdb": "RocksDB (default)", "rocksdb-blob": "RocksDB (blob files)",
          "diskcache": "python-diskcache", "rawfs": "raw files"}
 PROMISES = {
-    "blobcache": "default Configuration (durability processCrashSafe; compression balanced: LZ4 below 256 KiB, raw from "
-                 "256 KiB; 16 MiB memory tier; packs below 64 KiB, a file each above): "
+    "blobcache": "default Configuration (durability processCrashSafe; compression adaptive: LZ4 kept where it saves "
+                 "at least 1/8, 3/4 from 256 KiB; 16 MiB memory tier; packs below 64 KiB, a file each above): "
                  "a put is in the journal (written, not fsynced) when it returns; survives a process "
                  "crash, an OS crash or power loss can lose the last puts",
     "lmdb": "MDB_NOSYNC, one write txn per put, one read txn per get (reset/renew): each put committed when it "

@@ -46,6 +46,10 @@ CHART_PATH = os.path.join(ROOT, "docs", "performance.svg")
 # What `Benchmarks/remote.py s3|redis --json` recorded: the remote tier beside the plain clients.
 REMOTE_JSON_PATH = os.path.join(ROOT, "docs", "remote-performance.json")
 REMOTE_TITLES = {"s3": "S3 (SeaweedFS `weed mini`)", "redis": "Redis Cluster (three masters)"}
+# The sections other benchmark scripts recorded, each rendered by that script's render_markdown
+# from the JSON it wrote with --json (a section whose file is missing is left out).
+SECTIONS = [("peers", "peers-performance.json"), ("eviction", "eviction-performance.json"),
+            ("compression", "compression-performance.json"), ("tree", "export-performance.json")]
 DEFAULT_RUNS = 3
 DEFAULT_WORKLOADS = "w1,w2,w3,w4,w5"
 DEFAULT_CORPUS = "/tmp/blobcorpus"
@@ -380,6 +384,7 @@ def render(document):
                "(performance.svg)")
     out.append("")
 
+    out += recorded_sections()
     out += remote_section()
 
     out += ["## Regenerate", "",
@@ -420,6 +425,18 @@ def render(document):
             "cap): `swift package --package-path Benchmarks benchmark`",
             ""]
     return "\n".join(out), compare.chart_svg(table, runs)
+
+
+def recorded_sections():
+    """Each of `SECTIONS` whose JSON is in docs/, as its script renders it."""
+    import importlib
+    out = []
+    for module, name in SECTIONS:
+        path = os.path.join(ROOT, "docs", name)
+        if os.path.exists(path):
+            with open(path) as f:
+                out += [importlib.import_module(module).render_markdown(json.load(f)).rstrip("\n"), ""]
+    return out
 
 
 def remote_section():

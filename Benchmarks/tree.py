@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Import and export of a tree of real files with the blobcache CLI, against `cp -r`.
 
-    python3 Benchmarks/tree.py [--corpus DIR] [--runs 5] [--diskcache] [--against BLOBCACHE] [--work DIR]
+    python3 Benchmarks/tree.py [--corpus DIR] [--runs 5] [--diskcache] [--against BLOBCACHE] [--work DIR] [--json FILE]
 
 Writes the corpus (Benchmarks/corpus/make_corpus.py; built when missing) out as a tree of files
 once (its paths, under /tmp/blobtree), then, in interleaved rounds: `cp -r` of the tree;
@@ -120,6 +120,8 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--diskcache", action="store_true")
     parser.add_argument("--against", help="another blobcache executable to time in the same rounds")
+    parser.add_argument("--json", help="also write the JSON line to this file (docs/export-performance.json for "
+                                       "the performance document)")
     parser.add_argument("--work", help="where the copies, caches and exports go (default: the system's temporary "
                         "directory); e.g. /dev/shm to time the programs without the disk's file system")
     options = parser.parse_args()
@@ -175,6 +177,10 @@ def main():
             each = ", ".join(f"{t / o:.2f}" for t, o in zip(samples[name], samples["against." + name]))
             print(f"{name}: this build's time / --against's, each run: {each}")
     print(json.dumps(data))
+    if options.json:
+        with open(options.json, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -88,6 +88,19 @@ struct AdaptiveCompressionTests {
         #expect(try #require(stored["balanced"]) < (1 << 20) * 6 / 10)
     }
 
+    @Test("compact(recompressingTo: .lz4) keeps the open's thresholds: a large value saving half stays raw")
+    func recompressKeepsThresholds() throws {
+        let dir = TemporaryDirectory()
+        let cache = try BlobCache(directory: dir.path, configuration: .testing())
+        try cache.set(Self.partlyRandom(1 << 20, randomPerKiB: 512), forKey: "large")
+        try cache.set(Self.partlyRandom(8 << 10, randomPerKiB: 512), forKey: "small")
+        let before = try cache.totals().storedBytes
+        _ = try cache.compact(recompressingTo: .lz4)
+        #expect(try cache.entry(forKey: "large")?.codec == "none")
+        #expect(try cache.totals().storedBytes == before)
+        #expect(same(try cache.bytes(forKey: "large"), Self.partlyRandom(1 << 20, randomPerKiB: 512)))
+    }
+
     @Test("a streamed (pieced) value: pieces that save too little are stored raw under the default")
     func streamedPieces() throws {
         let halves = Self.partlyRandom(3 << 20, randomPerKiB: 512, seed: 5)

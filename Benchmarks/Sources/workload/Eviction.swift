@@ -48,7 +48,7 @@ struct EvictionTrace {
 
 private func replay(_ trace: EvictionTrace, named name: String, corpus: Corpus, cap: Int, policy: EvictionPolicy, options: Options) throws -> Measurement {
     let engine = try BlobCacheEngine(directory: freshDirectory(options.work, "eviction"), maxBytes: cap,
-                                     compression: options.compression ?? CompressionPolicy(codec: options.codec),
+                                     compression: options.policy,
                                      packThreshold: options.packThreshold, eviction: policy)
     var hits = 0, gets = 0, bytes = 0
     settle()

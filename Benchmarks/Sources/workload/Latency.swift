@@ -194,7 +194,7 @@ final class WriterProgress: Sendable {
 func latency(_ options: Options) throws -> [Measurement] {
     var configuration = BlobCache.Configuration()
     configuration.maxStoredBytes = options.cap
-    configuration.codec = options.codec
+    configuration.compression = options.policy
     if let packThreshold = options.packThreshold { configuration.packThreshold = packThreshold }
     let cache = try BlobCache(directory: freshDirectory(options.work, "latency"), configuration: configuration)
     defer { try? cache.close() }

@@ -15,7 +15,7 @@ func placement(_ options: Options) throws -> [Measurement] {
         for (placement, threshold) in [("loose", 0), ("packed", 4 * size)] {
             var configuration = BlobCache.Configuration()
             configuration.packThreshold = threshold
-            configuration.codec = options.codec
+            configuration.compression = options.policy
             let cache = try BlobCache(directory: freshDirectory(options.work, "placement-\(label)-\(placement)"),
                                       configuration: configuration)
             let start = now()

@@ -22,7 +22,7 @@ func readers(_ options: Options, rounds: Int = readerRounds) throws -> [Measurem
     let keys = blobs.map(md5Hex)
     var configuration = BlobCache.Configuration()
     configuration.memoryLimit = 0
-    configuration.codec = options.codec
+    configuration.compression = options.policy
     if options.encrypted { configuration.encryption = .aesGCM(key: benchmarkKey) }
     let cache = try BlobCache(directory: freshDirectory(options.work, "readers"), configuration: configuration)
     defer { try? cache.close() }

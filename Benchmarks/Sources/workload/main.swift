@@ -35,9 +35,10 @@ let usage = """
     with hit ratios; python3 Benchmarks/corpus/make_traces.py writes the W7 and W8 traces.
     --workloads w3codecs runs W3 once per codec (none, lz4, zlib-1) as W3.none, W3.lz4 and
     W3.zlib-1, each put row with the bytes stored on disk (storedBytes in the JSON line).
-    --workloads presets runs W1 and W3 once per compression preset (balanced, fastReads,
-    smallest, off) as W1.fastReads, W3.fastReads and so on, put rows with storedBytes;
-    --compression PRESET (or fast-reads) runs W1-W5 under one instead of --codec.
+    --workloads presets runs W1 and W3 once per compression preset (adaptive, balanced,
+    fastReads, smallest, off) as W1.fastReads, W3.fastReads and so on, put rows with storedBytes;
+    --compression PRESET (or fast-reads) runs W1-W5 under one instead of the library's default
+    (adaptive); --codec C under that codec for every value (no thresholds).
     --workloads readers times W2 gets (memory tier off) from one thread against two threads on
     one cache: aggregate gets/s, medians of 5 interleaved rounds (W2.get.1t, W2.get.2t;
     READERS_ROUNDS=N for more, as under perf; each round READERS_PASSES=5 passes over the keys).
@@ -70,8 +71,11 @@ struct Options {
     var corpus = "/tmp/blobcorpus"
     var workloads = ["w1", "w2", "w3", "w4", "w5"]
     var codec = Codec.lz4
-    /// A compression preset (`--compression`), which replaces `codec` when given.
+    /// A compression preset (`--compression`), or the policy of `--codec` alone; `nil`: the
+    /// library's default.
     var compression: CompressionPolicy?
+    /// What BlobCache stores values with.
+    var policy: CompressionPolicy { compression ?? BlobCache.Configuration().compression }
     var packThreshold: Int?
     var w4Runs = 5
     var files: String?
@@ -111,11 +115,12 @@ struct Options {
                 let name = try value()
                 guard let parsed = Codec(name: name) else { throw WorkloadError.usage("unknown codec \(name)") }
                 codec = parsed
+                compression = CompressionPolicy(codec: parsed)
             case "--compression":
                 let name = try value()
                 let spelled = name.lowercased().replacingOccurrences(of: "-", with: "")
                 guard let preset = CompressionPolicy.presets.first(where: { "\($0)".lowercased() == spelled }) else {
-                    throw WorkloadError.usage("unknown compression preset \(name): balanced, fastReads, smallest or off")
+                    throw WorkloadError.usage("unknown compression preset \(name): adaptive, balanced, fastReads, smallest or off")
                 }
                 compression = preset
             case "--pack-threshold": packThreshold = Int(try value())
@@ -202,7 +207,7 @@ func makeEngine(_ options: Options, directory: String, maxBytes: Int? = nil, mem
     switch options.engine {
     case "blobcache":
         let engine = try BlobCacheEngine(directory: directory, maxBytes: maxBytes,
-                                         compression: options.compression ?? CompressionPolicy(codec: options.codec),
+                                         compression: options.policy,
                                          packThreshold: options.packThreshold, memoryLimit: memoryLimit,
                                          encryption: options.encrypted ? .aesGCM(key: benchmarkKey) : nil)
         return options.streaming ? StreamingEngine(engine) : engine
@@ -286,7 +291,7 @@ func run(_ options: Options) throws -> [Measurement] {
             if workload == "w3codecs" && options.engine != "blobcache" { continue }
             for codec in codecs {
                 var setting = options
-                if let codec { (setting.codec, setting.compression) = (codec, nil) }
+                if let codec { (setting.codec, setting.compression) = (codec, CompressionPolicy(codec: codec)) }
                 let name = workload.uppercased().prefix(2) + (codec.map { ".\($0)" } ?? "")
                 try flat.withUnsafeBytes { all in
                     results += try putThenGet(String(name), setting, keys: keys) {
@@ -532,7 +537,7 @@ do {
     try FileManager.default.createDirectory(atPath: options.work, withIntermediateDirectories: true)
     defer { if !options.keepWork { try? FileManager.default.removeItem(atPath: options.work) } }
     let results = try run(options)
-    print("engine: \(options.engine)   codec: \(options.compression.map { "\($0)" } ?? "\(options.codec)")   corpus: \(options.files ?? options.corpus)")
+    print("engine: \(options.engine)   codec: \(options.policy)   corpus: \(options.files ?? options.corpus)")
     print("workload        ops      seconds      ops/s       MB/s   hit ratio")
     for result in results {
         print(String(format: "%-12@ %7d %11.4f %10.0f %10.1f   %@", result.workload as NSString, result.ops, result.seconds,
@@ -544,7 +549,7 @@ do {
     struct Line: Encodable { let engine: String; let codec: String; let peakRSSKiB: Int; let results: [Measurement] }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
-    print(String(decoding: try encoder.encode(Line(engine: options.engine, codec: options.compression.map { "\($0)" } ?? "\(options.codec)", peakRSSKiB: rss, results: results)), as: UTF8.self))
+    print(String(decoding: try encoder.encode(Line(engine: options.engine, codec: "\(options.policy)", peakRSSKiB: rss, results: results)), as: UTF8.self))
 } catch {
     FileHandle.standardError.write(Data("workload: \(error)\n".utf8))
     exit(2)

@@ -24,7 +24,7 @@ extension BlobCache {
         ///     configuration.eviction = .lru
         public var eviction: EvictionPolicy = .segmentedLRU
         /// How new values are compressed: a codec, and the size from which values are stored
-        /// raw (`CompressionPolicy`; presets `.balanced`, the default, `.fastReads`, `.smallest`
+        /// raw (`CompressionPolicy`; presets `.adaptive`, the default, `.balanced`, `.fastReads`, `.smallest`
         /// and `.off`). Setting it replaces `codec` too: set `codec` after it to combine a
         /// preset's raw size with another codec. A remote tier compresses with `codec` alone.
         ///
@@ -141,8 +141,8 @@ extension BlobCache {
         /// The file system every call goes through (internal: tests inject faults with it).
         var fileSystem: any FileSystem = PosixFileSystem()
 
-        /// The default configuration: LZ4 (`.balanced`), no limits beyond the directory's saved
-        /// ones, no expiry.
+        /// The default configuration: LZ4 where it saves enough (`.adaptive`), segmented LRU
+        /// eviction, no limits beyond the directory's saved ones, no expiry.
         ///
         ///     let configuration = BlobCache.Configuration()
         public init() {}

@@ -115,7 +115,9 @@ extension CacheState {
     /// are fsynced.
     private func recompress(to codec: Codec) throws -> Int {
         var count = 0
-        let policy = CompressionPolicy(codec: codec, storingRawFrom: pipeline.compression.storingRawFrom)
+        // This open's thresholds too: a value the policy keeps raw (too little saved) stays raw.
+        var policy = pipeline.compression
+        policy.codec = codec
         let durableStaging = BlobPipeline(files: files, io: io, compression: policy, packThreshold: pipeline.packThreshold,
                                           durability: .powerLossSafe, cipher: pipeline.cipher)
         for (id, blob) in index.storedBlobs where blob.info.codec != policy.codec(forValueOf: blob.info.rawLength).tag {
