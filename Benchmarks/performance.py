@@ -60,7 +60,7 @@ WORKLOAD_NAMES = {
     "w2": "W2 10,000 values of 4 KiB",
     "w3": "W3 1,000 values of 1 MiB",
     "w4": "W4 opens a 100,000-entry cache in a fresh process and gets one key",
-    "w5": "W5 replays a zipf trace of 90% gets under an LRU cap of a quarter of the corpus",
+    "w5": "W5 replays a zipf trace of 90% gets under a cap of a quarter of the corpus",
     "w6": "W6 puts and gets from 1 and 4 processes on one cache",
 }
 FIGURE_NAMES = {"W1.put": "W1 put", "W1.get": "W1 get", "W2.put": "W2 put", "W2.get": "W2 get",

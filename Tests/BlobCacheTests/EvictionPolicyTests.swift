@@ -148,6 +148,22 @@ struct SegmentedIndexTests {
                     pinned: pinned, created: Int64(n), expiry: .max, access: Int64(n))
     }
 
+    /// `image` written as a snapshot file, mapped and restored: `nil` when refused.
+    static func restored(_ image: [UInt8]) throws -> CacheIndex? {
+        let dir = TemporaryDirectory()
+        let path = CachePath(dir.appending("index"))
+        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(path, with: $0, durable: false) }
+        guard case .success(let (file, header))? = try IndexSnapshot.map(path, io: .posix, journalSize: 1 << 40, cipher: nil) else {
+            Issue.record("the snapshot did not map")
+            return nil
+        }
+        return IndexSnapshot.restore(file, header: header)
+    }
+
+    static func snapshot(of index: CacheIndex) -> [UInt8] {
+        IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
+    }
+
     /// The list's shape: protected entries are its newest end and at most half the unpinned.
     static func expectShape(_ index: CacheIndex, _ comment: Comment) {
         let order = index.lruOrder()
@@ -174,12 +190,7 @@ struct SegmentedIndexTests {
         Self.expectShape(index, "at the end")
         #expect(index.protectedEntries > 0)
 
-        let image = IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
-        let dir = TemporaryDirectory()
-        let path = dir.appending("index")
-        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
-        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil),
-              let restored = IndexSnapshot.restore(file, header: header) else {
+        guard let restored = try Self.restored(Self.snapshot(of: index)) else {
             Issue.record("the snapshot did not restore")
             return
         }
@@ -208,19 +219,12 @@ struct SegmentedIndexTests {
         var index = CacheIndex(segmented: true)
         for n in 0..<6 { index.upsert(Self.record(n), orderJournaled: true) }
         index.touch(slot: index.slot(of: "key-1")!, at: 100, journaled: false)
-        var image = IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
+        var image = Self.snapshot(of: index)
         #expect(image[108] == 1)
         image[108] = 0
         let resealed = IndexSnapshot.reseal(&image)
         #expect(resealed)
-        let dir = TemporaryDirectory()
-        let path = dir.appending("index")
-        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
-        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil) else {
-            Issue.record("the snapshot did not map")
-            return
-        }
-        #expect(IndexSnapshot.restore(file, header: header) == nil)
+        #expect(try Self.restored(image) == nil)
     }
 
     @Test("a snapshot whose protected entries are not the newest end of the list is refused")
@@ -228,20 +232,13 @@ struct SegmentedIndexTests {
         var index = CacheIndex(segmented: true)
         for n in 0..<6 { index.upsert(Self.record(n), orderJournaled: true) }
         index.touch(slot: index.slot(of: "key-1")!, at: 100, journaled: false)
-        var image = IndexSnapshot.encode(index, journalSalt: 7, journalLength: 1 << 20, journalRecords: 10_000)
+        var image = Self.snapshot(of: index)
         // In the snapshot, the protected entry is the last one (renumbered in list order): mark
         // the first one protected too, and seal the page again.
         let entries = IndexSnapshot.page
         image[entries + 55] |= 0x10   // the high byte of the first entry's length and flags: bit 28
         let resealed = IndexSnapshot.reseal(&image)
         #expect(resealed)
-        let dir = TemporaryDirectory()
-        let path = dir.appending("index")
-        try image.withUnsafeBytes { _ = try FileIO.posix.replaceAtomically(CachePath(path), with: $0, durable: false) }
-        guard case .success(let (file, header))? = try IndexSnapshot.map(CachePath(path), io: .posix, journalSize: 1 << 40, cipher: nil) else {
-            Issue.record("the snapshot did not map")
-            return
-        }
-        #expect(IndexSnapshot.restore(file, header: header) == nil)
+        #expect(try Self.restored(image) == nil)
     }
 }

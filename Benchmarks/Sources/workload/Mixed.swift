@@ -57,27 +57,5 @@ func w2Mixed(_ options: Options) throws -> [Measurement] {
 /// W5 without a cap (`--workloads w5nocap`): the W5 trace replayed with no eviction, on either
 /// engine; ops/s over the measured ops and hit ratio (gets of keys the trace has not put yet miss).
 func w5Uncapped(_ options: Options, corpus: Corpus) throws -> [Measurement] {
-    let engine = try makeEngine(options, directory: freshDirectory(options.work, "W5nocap"))
-    let trace = try Corpus.trace(options.corpus + "/w5_trace.tsv")
-    var hits = 0, gets = 0, bytes = 0
-    settle()
-    var start = now()
-    try corpus.concat.withUnsafeBytes { all in
-        for (n, op) in trace.ops.enumerated() {
-            if n == trace.warmup { settle(); start = now(); hits = 0; gets = 0; bytes = 0 }
-            let file = corpus.files[op.index]
-            if op.put {
-                try engine.put(UnsafeRawBufferPointer(rebasing: all[file.offset..<file.offset + file.size]), key: file.path)
-                bytes += file.size
-            } else {
-                gets += 1
-                if let read = try engine.get(file.path) { hits += 1; bytes += read }
-            }
-        }
-    }
-    let seconds = now() - start
-    try engine.close()
-    var measurement = Measurement(workload: "W5.nocap", ops: trace.ops.count - trace.warmup, seconds: seconds, bytes: bytes)
-    measurement.hitRatio = Double(hits) / Double(max(1, gets))
-    return [measurement]
+    [try w5(options, corpus: corpus, uncapped: true)]
 }

@@ -435,10 +435,12 @@ func w4Open(directory: String, key: String, warm: Bool) throws {
     print(seconds, (residentBytes() - before) / max(1, entries))
 }
 
-/// W5: LRU cap at 25% of the corpus bytes, replaying the zipfian 90/10 trace.
-func w5(_ options: Options, corpus: Corpus, memoryLimit: Int? = nil) throws -> Measurement {
-    let cap = corpus.files.reduce(0) { $0 + $1.size } / 4
-    let engine = try makeEngine(options, directory: freshDirectory(options.work, "W5"), maxBytes: cap, memoryLimit: memoryLimit)
+/// W5: a cap at 25% of the corpus bytes (none when `uncapped`: W5.nocap), replaying the
+/// zipfian 90/10 trace.
+func w5(_ options: Options, corpus: Corpus, memoryLimit: Int? = nil, uncapped: Bool = false) throws -> Measurement {
+    let cap = uncapped ? nil : corpus.files.reduce(0) { $0 + $1.size } / 4
+    let engine = try makeEngine(options, directory: freshDirectory(options.work, uncapped ? "W5nocap" : "W5"), maxBytes: cap,
+                                memoryLimit: memoryLimit)
     let trace = try Corpus.trace(options.corpus + "/w5_trace.tsv")
     var hits = 0, gets = 0, bytes = 0
     settle()
@@ -458,7 +460,8 @@ func w5(_ options: Options, corpus: Corpus, memoryLimit: Int? = nil) throws -> M
     }
     let seconds = now() - start
     try engine.close()
-    var measurement = Measurement(workload: "W5", ops: trace.ops.count - trace.warmup, seconds: seconds, bytes: bytes)
+    var measurement = Measurement(workload: uncapped ? "W5.nocap" : "W5", ops: trace.ops.count - trace.warmup,
+                                  seconds: seconds, bytes: bytes)
     measurement.hitRatio = Double(hits) / Double(max(1, gets))
     return measurement
 }
