@@ -44,6 +44,27 @@ def ensure_traces(corpus):
                               f"python3 Benchmarks/corpus/make_traces.py --corpus {corpus}")
 
 
+def floor_miss_ratio(corpus, trace):
+    """The miss ratio of a cache that never evicts, over the trace's measured gets: the misses no
+    policy can avoid (a key got before anything put it)."""
+    stored, gets, misses = set(), 0, 0
+    with open(os.path.join(corpus, f"{trace.lower()}_trace.tsv")) as f:
+        lines = f.read().splitlines()
+    warmup = next(int(line.split()[-1]) for line in lines if line.startswith("# warmup"))
+    for n, line in enumerate(line for line in lines if not line.startswith("#")):
+        kind, index = line.split("\t")
+        if kind == "P":
+            stored.add(index)
+            continue
+        hit = index in stored
+        if kind == "S":
+            stored.add(index)
+        if n >= warmup:
+            gets += 1
+            misses += not hit
+    return misses / gets
+
+
 def table_of(rounds):
     """Rows (trace, cap, policy) with the hit ratio and the median ops/s of the rounds."""
     rows = []
@@ -80,13 +101,17 @@ def render_markdown(data):
            "measured gets; its change is segmented LRU's over LRU's (negative: fewer misses). ops/s are medians of "
            f"{data['rounds']} rounds, the policies alternating.", "",
            f"Commit `{data['commit']}`, {data['date']}: `{COMMAND}`", "",
-           "| trace | cap | LRU miss ratio | segmented miss ratio | misses | LRU ops/s | segmented ops/s | speed |",
-           "|---|---|---|---|---|---|---|---|"]
+           "The floor is the miss ratio of a cache that never evicts (gets of keys nothing has put yet): no policy "
+           "misses less, so the last columns also give the change in the misses above it, the ones a policy decides.", "",
+           "| trace | cap | LRU miss ratio | segmented miss ratio | misses | floor | misses above the floor | "
+           "LRU ops/s | segmented ops/s | speed |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for trace, cap, lru, seg in pairs(data["rows"]):
-        lru_miss, seg_miss = 1 - lru["hitRatio"], 1 - seg["hitRatio"]
+        lru_miss, seg_miss, floor = 1 - lru["hitRatio"], 1 - seg["hitRatio"], data["floors"][trace]
         change = (seg_miss / lru_miss - 1) * 100 if lru_miss else 0.0
+        above = ((seg_miss - floor) / (lru_miss - floor) - 1) * 100 if lru_miss > floor else 0.0
         out.append(f"| {trace} | 1/{cap} ({data['corpusBytes'] / cap / 1e6:.1f} MB) | {lru_miss:.3f} | {seg_miss:.3f} | "
-                   f"{change:+.1f}% | {lru['opsPerSecond']:,.0f} | {seg['opsPerSecond']:,.0f} | "
+                   f"{change:+.1f}% | {floor:.3f} | {above:+.1f}% | {lru['opsPerSecond']:,.0f} | {seg['opsPerSecond']:,.0f} | "
                    f"{seg['opsPerSecond'] / lru['opsPerSecond']:.2f}× |")
     out.append("")
     return "\n".join(out)
@@ -113,7 +138,8 @@ def main():
         corpus_bytes = sum(int(line.split("\t")[1]) for line in f.read().splitlines()[1:])
     commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     data = {"commit": commit, "date": datetime.date.today().isoformat(), "rounds": args.rounds,
-            "corpusBytes": corpus_bytes, "rows": table_of(rounds), "samples": rounds}
+            "corpusBytes": corpus_bytes, "floors": {trace: floor_miss_ratio(args.corpus, trace) for trace in TRACES},
+            "rows": table_of(rounds), "samples": rounds}
     print(render_markdown(data))
     if args.json:
         with open(args.json, "w") as f:

@@ -42,13 +42,13 @@ struct LimitsTests {
     @Test("the entry cap evicts exactly the least recently used entries")
     func entryCapOrder() throws {
         let dir = TemporaryDirectory()
-        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 3 })
+        let cache = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 3; $0.eviction = .lru })
         for key in ["a", "b", "c"] { try cache.set(Array(key.utf8), forKey: key) }
         _ = try cache.bytes(forKey: "a")          // order now b, c, a
         try cache.set([4], forKey: "d")           // evicts b
         #expect(try cache.keys() == ["c", "a", "d"])
         try cache.close()
-        let reopened = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 2 })
+        let reopened = try BlobCache(directory: dir.path, configuration: .testing { $0.maxEntries = 2; $0.eviction = .lru })
         #expect(reopened.openReport.evictedAtOpen == 1)   // a smaller limit trims at open: c goes
         #expect(try reopened.keys() == ["a", "d"])
     }

@@ -73,6 +73,7 @@ struct ModelTests {
         let configure: (inout BlobCache.Configuration) -> Void = {
             $0.maxEntries = maxEntries
             $0.maxStoredBytes = maxBytes
+            $0.eviction = .lru          // the model's order (the segmented LRU has tests of its own)
             $0.packThreshold = 2048     // both placements
             $0.snapshotThreshold = [1: Int64.max, 2: 0, 3: 2048, 4: 0][seed]!
             if seed == 4 { $0.encryption = .aesGCM(key: testKey) }

@@ -5,7 +5,7 @@ import Foundation
 /// cold keys) and W8 (a shifting working set), at caps small enough that the policy decides
 /// what stays (at W5's own cap, a quarter of the corpus, the traces evict nothing). Each trace
 /// runs cache-aside, as W5 does: `G` gets, `P` puts, `S` gets and puts on a miss; a `G` that
-/// misses does not insert. Rows are named `W7.segmentedLRU.cap32` (the cap a 1/32 of the
+/// misses does not insert, and a value larger than the cap is not stored. Rows are named `W7.segmentedLRU.cap32` (the cap a 1/32 of the
 /// corpus bytes), with the hit ratio over every measured get. Policies alternate per trace
 /// and cap, so both see the same machine.
 func evictionRuns(_ options: Options, corpus: Corpus) throws -> [Measurement] {
@@ -67,8 +67,14 @@ private func replay(_ trace: EvictionTrace, named name: String, corpus: Corpus, 
                 }
                 if step.op == .get { continue }
             }
-            try engine.put(value, key: file.path)
-            bytes += file.size
+            // A file larger than the cap is not cached, as a cache-aside client would do on the
+            // cache's refusal (the smallest cap is below the corpus's largest files).
+            do {
+                try engine.put(value, key: file.path)
+                bytes += file.size
+            } catch BlobCacheError.valueTooLarge {
+                continue
+            }
         }
     }
     let seconds = now() - start
