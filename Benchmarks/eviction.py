@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hit ratio and speed of BlobCache's eviction policies, LRU and segmented LRU, side by side.
 
-    python3 Benchmarks/eviction.py [--rounds 3] [--corpus /tmp/blobcorpus] [--json FILE]
+    python3 Benchmarks/eviction.py [--rounds 9] [--corpus /tmp/blobcorpus] [--json FILE]
 
 Replays three traces through the Swift workload runner (`--workloads eviction`), each under
 both policies at caps of 1/64, 1/32 and 1/16 of the corpus bytes (at W5's own cap, a quarter,
@@ -31,7 +31,7 @@ import compare  # noqa: E402
 POLICIES = ["lru", "segmentedLRU"]
 TRACES = ["W5", "W7", "W8"]
 CAPS = [64, 32, 16]
-COMMAND = "python3 Benchmarks/eviction.py --rounds 3 --json docs/eviction-performance.json"
+COMMAND = "python3 Benchmarks/eviction.py --rounds 9 --json docs/eviction-performance.json"
 
 
 def ensure_traces(corpus):
@@ -119,7 +119,7 @@ def render_markdown(data):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--corpus", default="/tmp/blobcorpus")
     parser.add_argument("--work", default="/tmp/blobcache-eviction")
     parser.add_argument("--json", help="write the samples and the table here")

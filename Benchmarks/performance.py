@@ -48,8 +48,15 @@ REMOTE_JSON_PATH = os.path.join(ROOT, "docs", "remote-performance.json")
 REMOTE_TITLES = {"s3": "S3 (SeaweedFS `weed mini`)", "redis": "Redis Cluster (three masters)"}
 # The sections other benchmark scripts recorded, each rendered by that script's render_markdown
 # from the JSON it wrote with --json (a section whose file is missing is left out).
-SECTIONS = [("peers", "peers-performance.json"), ("eviction", "eviction-performance.json"),
-            ("compression", "compression-performance.json"), ("tree", "export-performance.json")]
+SECTIONS = [
+    ("peers", "peers-performance.json", "Beside native peers: LMDB and RocksDB",
+     "python3 Benchmarks/peers.py --runs 3 --json docs/peers-performance.json"),
+    ("eviction", "eviction-performance.json", None,
+     "python3 Benchmarks/eviction.py --rounds 9 --json docs/eviction-performance.json"),
+    ("compression", "compression-performance.json", "Compression by default: `adaptive` beside the other presets",
+     "python3 Benchmarks/compression.py --runs 3 --json docs/compression-performance.json"),
+    ("tree", "export-performance.json", "Export and import of a tree of files, against `cp -r`",
+     "python3 Benchmarks/tree.py --runs 5 --json docs/export-performance.json")]
 DEFAULT_RUNS = 3
 DEFAULT_WORKLOADS = "w1,w2,w3,w4,w5"
 DEFAULT_CORPUS = "/tmp/blobcorpus"
@@ -428,14 +435,21 @@ def render(document):
 
 
 def recorded_sections():
-    """Each of `SECTIONS` whose JSON is in docs/, as its script renders it."""
+    """Each of `SECTIONS` whose JSON is in docs/, as its script renders it, under its title
+    (where the script gives none) and with the command that recorded it (where it names none)."""
     import importlib
     out = []
-    for module, name in SECTIONS:
+    for module, name, title, command in SECTIONS:
         path = os.path.join(ROOT, "docs", name)
-        if os.path.exists(path):
-            with open(path) as f:
-                out += [importlib.import_module(module).render_markdown(json.load(f)).rstrip("\n"), ""]
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            body = importlib.import_module(module).render_markdown(json.load(f)).rstrip("\n")
+        if title:
+            out += [f"## {title}", ""]
+        out += [body, ""]
+        if command not in body:
+            out += [f"Recorded with `{command}`.", ""]
     return out
 
 
