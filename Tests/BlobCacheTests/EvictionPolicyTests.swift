@@ -83,6 +83,19 @@ struct EvictionPolicyTests {
         #expect(try !cache.contains("hot") && !cache.contains("cold"))
     }
 
+    @Test("a namespace's cap stays hard: beside pinned entries over it, a new unpinned value is evicted at once")
+    func namespaceCapStaysHard() throws {
+        // (The cache's own caps refuse pinned entries that would fill them, so there a new
+        // value always has another entry to evict before it.)
+        let dir = TemporaryDirectory()
+        let small = try BlobCache(directory: dir.path, configuration: .testing()).namespace("small")
+        small.setLimits(maxStoredBytes: 10_000)
+        for n in 0..<3 { try small.set(Samples.random(4_000, seed: UInt64(n)), forKey: "p\(n)", pinned: true) }
+        try small.set(Samples.random(4_000, seed: 9), forKey: "u")
+        #expect(try !small.contains("u"))
+        #expect(try small.keys().sorted() == ["p0", "p1", "p2"])
+    }
+
     @Test("fsck finds nothing wrong with a directory used with the segmented LRU, then with LRU")
     func fsckAfterSwitching() throws {
         let dir = TemporaryDirectory()

@@ -30,18 +30,23 @@ extension CacheState {
         namespacesOverPinned = namespacesOverPinned.filter { storedBytesOverCap(of: $0.key) != nil }
         var over = Set(namespaceLimits.keys.filter(isOverLimit))
         var cursor = index.oldest
+        var passedOver: (slot: Int32, prefix: [UInt8])?
         while !over.isEmpty, cursor >= 0 {
             let next = index.entry(at: cursor).newer
-            // As `evictionCandidate`: a set never evicts the value it stored for a namespace's cap either.
-            if index.segmented && cursor == index.lastStored {
-                cursor = next
-                continue
-            }
             if let prefix = index.withKeyBytes(at: cursor, NamespaceKey.prefix(ofRaw:)), over.contains(prefix) {
-                remove(slot: cursor, reason: .evicted)
-                if storedBytesOverCap(of: prefix) == nil { over.remove(prefix) }
+                // As `evictionCandidate`: the value a set just stored goes last, not first.
+                if index.segmented && cursor == index.lastStored {
+                    passedOver = (cursor, prefix)
+                } else {
+                    remove(slot: cursor, reason: .evicted)
+                    if storedBytesOverCap(of: prefix) == nil { over.remove(prefix) }
+                }
             }
             cursor = next
+        }
+        if let passedOver, over.contains(passedOver.prefix) {
+            remove(slot: passedOver.slot, reason: .evicted)
+            if storedBytesOverCap(of: passedOver.prefix) == nil { over.remove(passedOver.prefix) }
         }
         for prefix in over { namespacesOverPinned[prefix] = storedBytesOverCap(of: prefix) }
     }

@@ -65,9 +65,10 @@ extension CacheIndex {
     /// The entry to evict next: the oldest, except that under the segmented LRU the entry the
     /// last set stored (which joined probation below the protected entries, and may be the
     /// oldest once probation is gone) is passed over for the one after it, so that no set
-    /// evicts its own value. -1: none.
+    /// evicts its own value while another can go; when it is the only one, it goes (the caps
+    /// are hard, as under LRU). -1: none.
     var evictionCandidate: Int32 {
-        guard segmented, oldest >= 0, oldest == lastStored else { return oldest }
+        guard segmented, oldest >= 0, oldest == lastStored, entries[Int(oldest)].newer >= 0 else { return oldest }
         return entries[Int(oldest)].newer
     }
 
