@@ -284,34 +284,39 @@ def run_diskcache(corpus_dir, workloads, work, w4_runs):
             shutil.rmtree(directory, ignore_errors=True)
             results.append(measure("W4.open+get", 1, statistics.median(samples), 4096))
         elif workload == "w5":
-            directory = os.path.join(work, "W5")
-            shutil.rmtree(directory, ignore_errors=True)
-            cap = sum(size for _, _, size in corpus.files) // 4
-            cache = diskcache.Cache(directory, size_limit=cap, eviction_policy="least-recently-used")
-            warmup, ops = corpus.trace()
-            hits = gets = nbytes = 0
-            settle()
-            start = time.perf_counter()
-            for n, (put, index) in enumerate(ops):
-                if n == warmup:
-                    settle()
-                    start, hits, gets, nbytes = time.perf_counter(), 0, 0, 0
-                path = corpus.files[index][0]
-                if put:
-                    value = corpus.value(index)
-                    cache.set(path, value)
-                    nbytes += len(value)
-                else:
-                    gets += 1
-                    value = cache.get(path)
-                    if value is not None:
-                        hits += 1
-                        nbytes += len(value)
-            seconds = time.perf_counter() - start
-            cache.close()
-            shutil.rmtree(directory, ignore_errors=True)
-            results.append(measure("W5", len(ops) - warmup, seconds, nbytes, hits / max(1, gets)))
+            results.append(diskcache_w5(corpus, work, cap=sum(size for _, _, size in corpus.files) // 4))
     return results
+
+
+def diskcache_w5(corpus, work, cap=None, name="W5"):
+    """W5's trace replayed through diskcache, LRU under `cap` bytes (`None`: no cap, no eviction)."""
+    import diskcache
+    directory = os.path.join(work, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    cache = diskcache.Cache(directory, size_limit=cap or 1 << 40, eviction_policy="least-recently-used")
+    warmup, ops = corpus.trace()
+    hits = gets = nbytes = 0
+    settle()
+    start = time.perf_counter()
+    for n, (put, index) in enumerate(ops):
+        if n == warmup:
+            settle()
+            start, hits, gets, nbytes = time.perf_counter(), 0, 0, 0
+        path = corpus.files[index][0]
+        if put:
+            value = corpus.value(index)
+            cache.set(path, value)
+            nbytes += len(value)
+        else:
+            gets += 1
+            value = cache.get(path)
+            if value is not None:
+                hits += 1
+                nbytes += len(value)
+    seconds = time.perf_counter() - start
+    cache.close()
+    shutil.rmtree(directory, ignore_errors=True)
+    return measure(name, len(ops) - warmup, seconds, nbytes, hits / max(1, gets))
 
 
 def _blobs(corpus_dir, name, size, count):

@@ -167,33 +167,8 @@ def diskcache_w2mixed(corpus_dir, work):
 
 
 def diskcache_w5nocap(corpus_dir, work):
-    import diskcache
-    corpus = compare.Corpus(corpus_dir)
-    directory = os.path.join(work, "W5nocap")
-    cache = diskcache.Cache(directory, size_limit=1 << 40)
-    warmup, ops = corpus.trace()
-    hits = gets = nbytes = 0
-    compare.settle()
-    start = time.perf_counter()
-    for n, (put, index) in enumerate(ops):
-        if n == warmup:
-            compare.settle()
-            start, hits, gets, nbytes = time.perf_counter(), 0, 0, 0
-        path = corpus.files[index][0]
-        if put:
-            value = corpus.value(index)
-            cache.set(path, value)
-            nbytes += len(value)
-        else:
-            gets += 1
-            value = cache.get(path)
-            if value is not None:
-                hits += 1
-                nbytes += len(value)
-    seconds = time.perf_counter() - start
-    cache.close()
-    shutil.rmtree(directory, ignore_errors=True)
-    return compare.measure("W5.nocap", len(ops) - warmup, seconds, nbytes, hits / max(1, gets))
+    """W5's trace through diskcache with no cap (compare.py's replay, without its LRU cap)."""
+    return compare.diskcache_w5(compare.Corpus(corpus_dir), work, name="W5.nocap")
 
 
 def run_diskcache(corpus_dir, workloads, work):
